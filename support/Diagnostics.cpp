@@ -1,0 +1,137 @@
+//===- support/Diagnostics.cpp - User-facing diagnostics ------------------===//
+
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace topocc {
+
+char DiagnosticError::ID = 0;
+char InternalError::ID = 0;
+
+static llvm::StringRef severityName(Severity s) {
+  switch (s) {
+  case Severity::Error:
+    return "error";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Note:
+    return "note";
+  }
+  llvm_unreachable("unknown severity");
+}
+
+void Diagnostic::print(llvm::raw_ostream &os) const {
+  if (!loc.file.empty()) {
+    os << loc.file << ':';
+    if (loc.line) {
+      os << loc.line << ':';
+      if (loc.col)
+        os << loc.col << ':';
+    }
+    os << ' ';
+  }
+  os << severityName(severity) << ": " << message << '\n';
+  if (!sourceLine.empty() && loc.col) {
+    os << sourceLine << '\n';
+    // Keep tabs so the caret lines up under the same column.
+    std::string pad;
+    for (unsigned i = 0; i + 1 < loc.col && i < sourceLine.size(); ++i)
+      pad += sourceLine[i] == '\t' ? '\t' : ' ';
+    os << pad << "^\n";
+  }
+}
+
+void DiagnosticError::log(llvm::raw_ostream &os) const {
+  for (const Diagnostic &d : diags)
+    d.print(os);
+}
+
+std::error_code DiagnosticError::convertToErrorCode() const {
+  return llvm::inconvertibleErrorCode();
+}
+
+std::error_code InternalError::convertToErrorCode() const {
+  return llvm::inconvertibleErrorCode();
+}
+
+void DiagnosticList::error(SourceLoc loc, std::string message,
+                           std::string sourceLine) {
+  diags.push_back(
+      {Severity::Error, std::move(loc), std::move(message), std::move(sourceLine)});
+}
+
+void DiagnosticList::warning(SourceLoc loc, std::string message,
+                             std::string sourceLine) {
+  diags.push_back({Severity::Warning, std::move(loc), std::move(message),
+                   std::move(sourceLine)});
+}
+
+bool DiagnosticList::hasErrors() const {
+  for (const Diagnostic &d : diags)
+    if (d.severity == Severity::Error)
+      return true;
+  return false;
+}
+
+llvm::Error DiagnosticList::takeError() {
+  if (!hasErrors())
+    return llvm::Error::success();
+  auto err = llvm::make_error<DiagnosticError>(std::move(diags));
+  diags.clear();
+  return err;
+}
+
+llvm::Error makeUserError(const llvm::Twine &message) {
+  return llvm::make_error<DiagnosticError>(
+      std::vector<Diagnostic>{{Severity::Error, {}, message.str(), {}}});
+}
+
+llvm::Error makeDiagError(SourceLoc loc, const llvm::Twine &message,
+                          llvm::StringRef sourceLine) {
+  return llvm::make_error<DiagnosticError>(std::vector<Diagnostic>{
+      {Severity::Error, std::move(loc), message.str(), sourceLine.str()}});
+}
+
+llvm::Error makeInternalError(const llvm::Twine &message) {
+  return llvm::make_error<InternalError>(message.str());
+}
+
+std::string sourceLineOf(llvm::StringRef text, unsigned line) {
+  if (line == 0)
+    return {};
+  unsigned current = 1;
+  size_t pos = 0;
+  while (current < line) {
+    size_t nl = text.find('\n', pos);
+    if (nl == llvm::StringRef::npos)
+      return {};
+    pos = nl + 1;
+    ++current;
+  }
+  llvm::StringRef rest = text.substr(pos);
+  llvm::StringRef lineText = rest.take_until([](char c) { return c == '\n'; });
+  return lineText.rtrim("\r").str();
+}
+
+std::string nearestMatch(llvm::StringRef word,
+                         llvm::ArrayRef<llvm::StringRef> candidates) {
+  std::string best;
+  unsigned bestDist = ~0u;
+  for (llvm::StringRef c : candidates) {
+    unsigned d = word.lower() == c.lower()
+                     ? 0
+                     : llvm::StringRef(word).edit_distance(c, true, bestDist);
+    if (d < bestDist) {
+      bestDist = d;
+      best = c.str();
+    }
+  }
+  // Plausible typo: at most a third of the longer word, and at most 3 edits.
+  size_t len = std::max(word.size(), best.size());
+  if (best.empty() || bestDist > 3 || bestDist * 3 > len + 1)
+    return {};
+  return best;
+}
+
+} // namespace topocc

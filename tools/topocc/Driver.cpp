@@ -1,0 +1,63 @@
+//===- tools/topocc/Driver.cpp - Shared pieces of the CLI driver ----------===//
+
+#include "tools/topocc/Driver.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/WithColor.h"
+
+namespace topocc::driver {
+
+int &commandExitCode() {
+  static int code = kExitOk;
+  return code;
+}
+
+int reportError(llvm::Error err) {
+  int code = kExitUser;
+  llvm::handleAllErrors(
+      std::move(err),
+      [&](const DiagnosticError &d) {
+        for (const Diagnostic &diag : d.diagnostics())
+          diag.print(llvm::errs());
+      },
+      [&](const InternalError &e) {
+        code = kExitInternal;
+        llvm::errs() << "topocc: internal error: " << e.getMessage() << '\n';
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        llvm::errs() << "topocc: error: " << e.message() << '\n';
+      });
+  llvm::errs().flush();
+  return code;
+}
+
+llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
+  if (path == "-") {
+    llvm::outs() << text;
+    llvm::outs().flush();
+    return llvm::Error::success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return makeUserError("cannot write '" + path + "': " + ec.message());
+  os << text;
+  os.close();
+  if (os.has_error()) {
+    std::string msg = os.error().message();
+    os.clear_error();
+    return makeUserError("cannot write '" + path + "': " + msg);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error checkFormat(llvm::StringRef format) {
+  if (format == "text" || format == "json")
+    return llvm::Error::success();
+  return makeUserError("unknown --format '" + format +
+                       "'; expected 'text' or 'json'");
+}
+
+} // namespace topocc::driver

@@ -1,0 +1,44 @@
+//===- tools/topocc/Driver.h - Shared pieces of the CLI driver -*- C++ -*-===//
+//
+// The topocc driver is the only code that prints diagnostics and chooses exit
+// codes: 0 ok, 1 user error, 2 internal error. Each subcommand lives in its
+// own file and registers itself with CLI11 through a register* function.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_TOOLS_DRIVER_H
+#define TOPOCC_TOOLS_DRIVER_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace topocc::driver {
+
+enum ExitCode : int { kExitOk = 0, kExitUser = 1, kExitInternal = 2 };
+
+/// Prints `err` to stderr (diagnostics with source line and caret) and
+/// returns the exit code it maps to (1 user error, 2 internal error).
+int reportError(llvm::Error err);
+
+/// Exit code of the subcommand that ran; set by subcommand callbacks.
+int &commandExitCode();
+
+/// Opens `path` for writing ("-" is stdout) and writes `text`; user error if
+/// the file cannot be written.
+llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text);
+
+/// "text" or "json"; user error otherwise.
+llvm::Error checkFormat(llvm::StringRef format);
+
+// Subcommands (one file each).
+void registerShowCommand(CLI::App &app);
+void registerCompileCommand(CLI::App &app);
+
+} // namespace topocc::driver
+
+#endif // TOPOCC_TOOLS_DRIVER_H
