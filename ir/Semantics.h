@@ -47,7 +47,8 @@ struct SymbolicResult {
 /// schedule has a cycle or an unmatched message.
 llvm::Expected<SymbolicResult> execute(const Schedule &s);
 
-/// The value the collective requires at out[rank][chunk].
+/// The value the collective requires at out[rank][chunk]. For reduce, the
+/// outputs of ranks other than the root are unconstrained: undefined.
 SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk);
 
 /// Per rank, the largest absolute coefficient difference between the computed
@@ -60,7 +61,30 @@ std::vector<double> outputError(const Schedule &s, const SymbolicResult &r);
 /// wrong slots with computed and expected values.
 llvm::Error checkPostcondition(const Schedule &s, double tolerance = 1e-9);
 
+/// "r0[2] + 2*r1[2]"; "undef" for an undefined value, "0" for no terms.
 std::string formatValue(const SymValue &v);
+
+/// Whether `got` equals `want` within `tolerance` on every coefficient (an
+/// undefined value only matches an undefined one).
+bool valuesMatch(const SymValue &got, const SymValue &want, double tolerance);
+
+/// One output chunk that differs from the postcondition.
+struct WrongOutput {
+  RankId rank = kNone;
+  int32_t chunk = 0;
+  SymValue got;
+  SymValue expected;
+};
+
+/// Every output chunk of `r` that differs from expectedOutput, in (rank,
+/// chunk) order. Chunks the collective leaves unconstrained (reduce: the
+/// outputs of ranks other than the root) are skipped.
+std::vector<WrongOutput> findWrongOutputs(const Schedule &s,
+                                          const SymbolicResult &r,
+                                          double tolerance = 1e-9);
+
+/// "rank 1 out[2]: got r0[2] + 2*r1[2], expected r0[2] + r1[2] + r2[2]".
+std::string describeWrongOutput(const WrongOutput &w);
 
 } // namespace topocc::ir
 

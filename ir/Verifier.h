@@ -22,6 +22,9 @@
 
 namespace topocc::ir {
 
+/// Phases can be switched off; with checkStructure off the schedule
+/// REQUIRES well-formed operands, peers and messages (the other phases index
+/// with them).
 struct VerifyOptions {
   bool checkStructure = true;
   bool checkDeadlock = true;
@@ -41,6 +44,9 @@ struct VerifyProblem {
 /// Every problem found (empty when the schedule is valid).
 std::vector<VerifyProblem> findProblems(const Schedule &s,
                                         const VerifyOptions &opts = {});
+
+/// "rank R %OP: message", "rank R: message" or "message" (without a rank).
+std::string formatProblem(const VerifyProblem &p);
 
 /// Error::success() when valid; otherwise an error listing the problems as
 /// "rank R %OP: message" lines.

@@ -114,22 +114,45 @@ std::string sourceLineOf(llvm::StringRef text, unsigned line) {
   return lineText.rtrim("\r").str();
 }
 
+/// Optimal string alignment distance (edits and adjacent transpositions),
+/// case-insensitive: "nmae" is one edit from "name".
+static unsigned typoDistance(llvm::StringRef a, llvm::StringRef b) {
+  std::string x = a.lower(), y = b.lower();
+  size_t n = x.size(), m = y.size();
+  std::vector<std::vector<unsigned>> d(n + 1, std::vector<unsigned>(m + 1));
+  for (size_t i = 0; i <= n; ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i)
+    for (size_t j = 1; j <= m; ++j) {
+      unsigned cost = x[i - 1] == y[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
 std::string nearestMatch(llvm::StringRef word,
                          llvm::ArrayRef<llvm::StringRef> candidates) {
   std::string best;
   unsigned bestDist = ~0u;
   for (llvm::StringRef c : candidates) {
-    unsigned d = word.lower() == c.lower()
-                     ? 0
-                     : llvm::StringRef(word).edit_distance(c, true, bestDist);
+    // Long words cannot be typos of each other; skip the quadratic work.
+    if (word.size() > 64 || c.size() > 64)
+      continue;
+    unsigned d = typoDistance(word, c);
     if (d < bestDist) {
       bestDist = d;
       best = c.str();
     }
   }
-  // Plausible typo: at most a third of the longer word, and at most 3 edits.
+  // Plausible typo: at most 3 edits and at most a third of the longer word
+  // (rounded up).
   size_t len = std::max(word.size(), best.size());
-  if (best.empty() || bestDist > 3 || bestDist * 3 > len + 1)
+  if (best.empty() || bestDist > 3 || bestDist * 3 > len + 2)
     return {};
   return best;
 }

@@ -1,0 +1,312 @@
+//===- compiler/passes/LowerRing.cpp - Ring collectives to schedule IR ----===//
+//
+// Layout (N ranks, C channels, K chunks per rank per channel; the total buffer
+// is cut into nchunksperloop = N*C*K units):
+//   data unit of rank q, channel c, sub-chunk j:  q*C*K + c*K + j
+//   per-rank unit (allgather input, reducescatter output): c*K + j
+// Ring position p holds rank ring[p]; it receives from position p-1 and sends
+// to position p+1. Reducescatter step t (0..N-1) handles the block of rank
+// ring[p-1-t], so the last step completes the rank's own block; allgather
+// step u (0..N-1) handles the block of rank ring[p-u]. Allreduce runs both,
+// its reduce-scatter starting with the own block (step t: ring[p-t], the
+// last step completes block ring[p+1]) as in the MSCCL reference ring, and
+// the last reduce-scatter step is the first all-gather step. Steps are
+// emitted step-major (all K sub-chunks of step t, then step t+1), which is
+// what pipelines the K chunks around the ring.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/passes/LowerRing.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+namespace topocc::passes {
+
+using namespace ir;
+
+namespace {
+
+/// Lowers one ring collective; see the file comment for the layout.
+class RingLowering {
+public:
+  RingLowering(const RingOptions &o, std::vector<RankId> ring)
+      : o(o), ring(std::move(ring)), n(o.numRanks), c(o.channels),
+        k(o.chunks) {}
+
+  Schedule run();
+
+private:
+  const RingOptions &o;
+  std::vector<RankId> ring;
+  int32_t n, c, k;
+  Schedule s;
+  /// Last op of the (rank, channel) chain being emitted; kNone at its start.
+  OpId last = kNone;
+
+  int32_t numSteps() const {
+    return o.collective == Collective::AllReduce ? 2 * n - 1 : n;
+  }
+  int32_t dataUnit(RankId q, int32_t ch, int32_t j) const {
+    return q * c * k + ch * k + j;
+  }
+  int32_t localUnit(int32_t ch, int32_t j) const { return ch * k + j; }
+  RankId rankAt(int32_t pos) const { return ring[((pos % n) + n) % n]; }
+  /// Message sent at step t by position p for (channel, sub-chunk).
+  MsgId msg(int32_t ch, int32_t j, int32_t t, int32_t p) const {
+    return ((ch * k + j) * (numSteps() - 1) + t) * n + ((p % n) + n) % n;
+  }
+  /// A fresh scratch unit for the partial sum of reduce-scatter step t >= 1.
+  BufferRef scratch(int32_t ch, int32_t j, int32_t t) {
+    int32_t unit = (ch * k + j) * (n - 1) + (t - 1);
+    return {BufferKind::Scratch, unit, 1};
+  }
+
+  static BufferRef in(int32_t unit, int32_t count = 1) {
+    return {BufferKind::Input, unit, count};
+  }
+  static BufferRef out(int32_t unit, int32_t count = 1) {
+    return {BufferKind::Output, unit, count};
+  }
+
+  /// Appends `op` to rank `r`, chained after the previous op of the chain.
+  void emit(RankId r, Op op) {
+    if (last != kNone)
+      op.deps = {last};
+    auto &ops = s.ranks[r].ops;
+    ops.push_back(std::move(op));
+    last = static_cast<OpId>(ops.size() - 1);
+  }
+  void emitSend(RankId r, BufferRef src, RankId to, MsgId m) {
+    Op op;
+    op.kind = OpKind::Send;
+    op.src = src;
+    op.sendPeer = to;
+    op.sendMsg = m;
+    emit(r, std::move(op));
+  }
+  void emitRecv(RankId r, BufferRef dst, RankId from, MsgId m) {
+    Op op;
+    op.kind = OpKind::Recv;
+    op.dst = dst;
+    op.recvPeer = from;
+    op.recvMsg = m;
+    emit(r, std::move(op));
+  }
+  /// dst = dst + src
+  void emitReduce(RankId r, BufferRef dst, BufferRef src) {
+    Op op;
+    op.kind = OpKind::Reduce;
+    op.src = src;
+    op.dst = dst;
+    emit(r, std::move(op));
+  }
+  void emitCopy(RankId r, BufferRef dst, BufferRef src) {
+    Op op;
+    op.kind = OpKind::Copy;
+    op.src = src;
+    op.dst = dst;
+    emit(r, std::move(op));
+  }
+
+  void lowerChannel(int32_t p, int32_t ch);
+};
+
+void RingLowering::lowerChannel(int32_t p, int32_t ch) {
+  const RankId r = rankAt(p), next = rankAt(p + 1), prev = rankAt(p - 1);
+  const int32_t steps = numSteps();
+  const bool inplace = o.inplace;
+  last = kNone;
+  for (int32_t t = 0; t < steps; ++t) {
+    for (int32_t j = 0; j < k; ++j) {
+      const MsgId sendMsg = t + 1 < steps ? msg(ch, j, t, p) : kNone;
+      const MsgId recvMsg = t > 0 ? msg(ch, j, t - 1, p - 1) : kNone;
+      switch (o.collective) {
+      case Collective::AllReduce:
+      case Collective::ReduceScatter: {
+        const bool ar = o.collective == Collective::AllReduce;
+        // Reduce-scatter step t handles the block of rank ring[p-shift-t].
+        const int32_t shift = ar ? 0 : 1;
+        if (t == 0) {
+          // Step 0: start the partial sum of the first block.
+          emitSend(r, in(dataUnit(rankAt(p - shift), ch, j)), next, sendMsg);
+        } else if (t < n - 1) {
+          // Middle reduce-scatter step: add the own contribution, forward.
+          BufferRef sc = scratch(ch, j, t);
+          emitRecv(r, sc, prev, recvMsg);
+          emitReduce(r, sc, in(dataUnit(rankAt(p - shift - t), ch, j)));
+          emitSend(r, sc, next, sendMsg);
+        } else if (t == n - 1) {
+          // Last reduce-scatter step: block q is complete on this rank.
+          RankId q = rankAt(p - shift - t);
+          BufferRef own = in(dataUnit(q, ch, j));
+          BufferRef result =
+              inplace ? own : (ar ? out(dataUnit(q, ch, j)) : out(localUnit(ch, j)));
+          if (inplace) {
+            BufferRef sc = scratch(ch, j, t);
+            emitRecv(r, sc, prev, recvMsg);
+            emitReduce(r, result, sc);
+          } else {
+            emitRecv(r, result, prev, recvMsg);
+            emitReduce(r, result, own);
+          }
+          if (sendMsg != kNone) // allreduce: all-gather step 0
+            emitSend(r, result, next, sendMsg);
+        } else {
+          // All-gather step u of allreduce (block ring[p+1-u]): store and
+          // forward.
+          int32_t u = t - (n - 1);
+          int32_t unit = dataUnit(rankAt(p + 1 - u), ch, j);
+          BufferRef dst = inplace ? in(unit) : out(unit);
+          emitRecv(r, dst, prev, recvMsg);
+          if (sendMsg != kNone)
+            emitSend(r, dst, next, sendMsg);
+        }
+        break;
+      }
+      case Collective::AllGather: {
+        if (t == 0) {
+          BufferRef src = inplace ? out(dataUnit(r, ch, j)) : in(localUnit(ch, j));
+          emitSend(r, src, next, sendMsg);
+        } else {
+          BufferRef dst = out(dataUnit(rankAt(p - t), ch, j));
+          emitRecv(r, dst, prev, recvMsg);
+          if (sendMsg != kNone)
+            emitSend(r, dst, next, sendMsg);
+        }
+        break;
+      }
+      default:
+        llvm_unreachable("collective checked by lowerRing");
+      }
+    }
+  }
+  // Out-of-place allgather: the rank's own block, off the critical path.
+  if (o.collective == Collective::AllGather && !inplace)
+    emitCopy(r, out(dataUnit(r, ch, 0), k), in(localUnit(ch, 0), k));
+}
+
+Schedule RingLowering::run() {
+  s.collective = o.collective;
+  s.numRanks = n;
+  s.chunksPerLoop = n * c * k;
+  s.inplace = o.inplace;
+  s.stage = Stage::Lowered;
+  s.name = o.name.empty()
+               ? llvm::formatv("ring{0}_{1}_c{2}_k{3}_{4}", n,
+                               collectiveName(o.collective), c, k,
+                               o.inplace ? "inplace" : "outofplace")
+                     .str()
+               : o.name;
+  s.ranks.resize(n);
+  for (int32_t p = 0; p < n; ++p)
+    for (int32_t ch = 0; ch < c; ++ch)
+      lowerChannel(p, ch);
+
+  for (RankProgram &rp : s.ranks) {
+    int32_t scratchEnd = 0;
+    for (const Op &op : rp.ops)
+      for (const BufferRef *b : {&op.src, &op.dst})
+        if (b->isUsed() && b->buffer == BufferKind::Scratch)
+          scratchEnd = std::max(scratchEnd, b->chunk + b->count);
+    rp.scratchChunks = scratchEnd;
+    int32_t local = c * k, full = s.chunksPerLoop;
+    switch (o.collective) {
+    case Collective::AllReduce:
+      rp.inputChunks = full;
+      rp.outputChunks = o.inplace ? 0 : full;
+      break;
+    case Collective::AllGather:
+      rp.inputChunks = o.inplace ? 0 : local;
+      rp.outputChunks = full;
+      break;
+    case Collective::ReduceScatter:
+      rp.inputChunks = full;
+      rp.outputChunks = o.inplace ? 0 : local;
+      break;
+    default:
+      llvm_unreachable("collective checked by lowerRing");
+    }
+  }
+  return std::move(s);
+}
+
+/// Every problem with a ring order, or "" when it is a permutation of 0..n-1.
+std::string checkRingOrder(llvm::ArrayRef<RankId> ring, int32_t n) {
+  std::vector<std::string> problems;
+  if (static_cast<int32_t>(ring.size()) != n)
+    problems.push_back(llvm::formatv("it has {0} entries, expected {1}",
+                                     ring.size(), n));
+  std::vector<int> seen(n, 0);
+  for (RankId r : ring) {
+    if (r < 0 || r >= n)
+      problems.push_back(
+          llvm::formatv("rank {0} is out of range 0..{1}", r, n - 1));
+    else if (seen[r]++ == 1)
+      problems.push_back(llvm::formatv("rank {0} appears more than once", r));
+  }
+  std::vector<std::string> missing;
+  for (int32_t r = 0; r < n; ++r)
+    if (!seen[r])
+      missing.push_back(std::to_string(r));
+  if (!missing.empty())
+    problems.push_back((missing.size() == 1 ? "rank " : "ranks ") +
+                       llvm::join(missing, ", ") +
+                       (missing.size() == 1 ? " is missing" : " are missing"));
+  if (problems.empty())
+    return "";
+  std::vector<std::string> text;
+  for (RankId r : ring)
+    text.push_back(std::to_string(r));
+  return llvm::formatv("invalid ring order '{0}': expected a permutation of "
+                       "0..{1}; {2}",
+                       llvm::join(text, ","), n - 1, llvm::join(problems, "; "))
+      .str();
+}
+
+} // namespace
+
+llvm::Expected<Schedule> lowerRing(const RingOptions &o) {
+  std::vector<std::string> problems;
+  if (o.collective != Collective::AllReduce &&
+      o.collective != Collective::AllGather &&
+      o.collective != Collective::ReduceScatter)
+    problems.push_back(("the ring algorithm supports allreduce, allgather and "
+                        "reducescatter, not " +
+                        collectiveName(o.collective))
+                           .str());
+  if (o.numRanks < 2)
+    problems.push_back(llvm::formatv("a ring needs at least 2 ranks, the "
+                                     "topology has {0}",
+                                     o.numRanks));
+  if (o.channels < 1 || o.channels > 32)
+    problems.push_back(llvm::formatv(
+        "--channels must be between 1 and 32 (MSCCL channels), got {0}",
+        o.channels));
+  if (o.chunks < 1)
+    problems.push_back(
+        llvm::formatv("--chunks must be at least 1, got {0}", o.chunks));
+  if (problems.empty() && int64_t(o.numRanks) * o.channels * o.chunks > 32767)
+    problems.push_back(llvm::formatv(
+        "ranks * channels * chunks = {0} units exceeds 32767 (MSCCL stores "
+        "offsets in 16 bits); use fewer channels or chunks",
+        int64_t(o.numRanks) * o.channels * o.chunks));
+  std::vector<RankId> ring = o.ringOrder;
+  if (o.numRanks >= 2) {
+    if (ring.empty())
+      for (RankId r = 0; r < o.numRanks; ++r)
+        ring.push_back(r);
+    else if (std::string p = checkRingOrder(ring, o.numRanks); !p.empty())
+      problems.push_back(p);
+  }
+  if (!problems.empty())
+    return makeUserError(llvm::join(problems, "\n"));
+  return RingLowering(o, std::move(ring)).run();
+}
+
+} // namespace topocc::passes

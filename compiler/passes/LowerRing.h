@@ -1,0 +1,39 @@
+//===- compiler/passes/LowerRing.h - Ring collectives to schedule IR -*- C++ -*-===//
+//
+// Lowers ring allreduce (reduce-scatter then all-gather), allgather and
+// reducescatter over a ring order to unfused primitive ops (send, recv,
+// reduce, copy) with explicit message ids. Stage: produces Lowered. Each
+// (rank, channel) is one dependency chain in the order its threadblock will
+// run it; partial sums that are only forwarded live in scratch slots.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_PASSES_LOWERRING_H
+#define TOPOCC_COMPILER_PASSES_LOWERRING_H
+
+#include "ir/Schedule.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace topocc::passes {
+
+struct RingOptions {
+  ir::Collective collective = ir::Collective::AllReduce;
+  int32_t numRanks = 0;
+  int32_t channels = 1; ///< rings; each carries 1/channels of the data
+  int32_t chunks = 1;   ///< chunks per rank per channel (pipelining)
+  /// Ring order, a permutation of 0..numRanks-1; empty means 0, 1, ...
+  std::vector<ir::RankId> ringOrder;
+  bool inplace = false;
+  std::string name; ///< schedule name; a default is derived when empty
+};
+
+/// REQUIRES: nothing; invalid options (bad ring order, unsupported
+/// collective, counts out of range) are user errors listing every problem.
+llvm::Expected<ir::Schedule> lowerRing(const RingOptions &opts);
+
+} // namespace topocc::passes
+
+#endif // TOPOCC_COMPILER_PASSES_LOWERRING_H

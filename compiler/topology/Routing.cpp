@@ -1,0 +1,168 @@
+//===- compiler/topology/Routing.cpp - Routes between devices -------------===//
+//
+// Widest path first, then fewest hops, over Boost.Graph's Dijkstra with a
+// (bottleneck, hops) distance. Decision: only switches and NICs forward
+// traffic; a GPU is never an intermediate hop (real systems do not relay
+// through another GPU's memory without a program doing it), so a pair that
+// is only connected through a third GPU has no route.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/topology/Topology.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/visitors.hpp>
+#include <boost/property_map/property_map.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <limits>
+
+namespace topocc::topo {
+
+namespace {
+
+/// Lexicographic route cost: larger bottleneck first, then fewer hops.
+struct Cost {
+  double width = 0;
+  int hops = 0;
+};
+
+struct Better {
+  bool operator()(const Cost &a, const Cost &b) const {
+    if (a.width != b.width)
+      return a.width > b.width;
+    return a.hops < b.hops;
+  }
+};
+
+struct Extend {
+  Cost operator()(const Cost &d, const Cost &w) const {
+    if (d.hops == INT_MAX)
+      return d;
+    return {std::min(d.width, w.width), d.hops + w.hops};
+  }
+};
+
+struct EdgeProp {
+  int link = -1;
+  int dir = 0;
+  Cost weight;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS,
+                                    boost::directedS, boost::no_property,
+                                    EdgeProp>;
+using EdgeDesc = boost::graph_traits<Graph>::edge_descriptor;
+
+/// Records the edge that last relaxed each vertex (parallel links differ).
+struct PredRecorder : boost::base_visitor<PredRecorder> {
+  using event_filter = boost::on_edge_relaxed;
+  std::vector<EdgeDesc> *preds = nullptr;
+  std::vector<bool> *has = nullptr;
+  void operator()(EdgeDesc e, const Graph &g) {
+    (*preds)[boost::target(e, g)] = e;
+    (*has)[boost::target(e, g)] = true;
+  }
+};
+
+} // namespace
+
+Route Topology::routeDevices(int src, int dst) const {
+  Route r;
+  if (src < 0 || dst < 0 || src >= static_cast<int>(devices_.size()) ||
+      dst >= static_cast<int>(devices_.size()))
+    return r;
+  if (src == dst) {
+    r.exists = true;
+    r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
+    return r;
+  }
+  Graph g(devices_.size());
+  for (size_t i = 0; i < links_.size(); ++i) {
+    const Link &l = links_[i];
+    for (int dir = 0; dir < 2; ++dir) {
+      int u = dir == 0 ? l.from : l.to;
+      int v = dir == 0 ? l.to : l.from;
+      // Only the source GPU may send; other GPUs are endpoints only.
+      if (devices_[u].kind == DeviceKind::Gpu && u != src)
+        continue;
+      if (l.effectiveCapacity(dir) <= 0)
+        continue;
+      boost::add_edge(u, v,
+                      EdgeProp{static_cast<int>(i), dir,
+                               Cost{l.effectiveCapacity(dir), 1}},
+                      g);
+    }
+  }
+  std::vector<Cost> dist(devices_.size());
+  std::vector<EdgeDesc> predEdge(devices_.size());
+  std::vector<bool> hasPred(devices_.size(), false);
+  std::vector<boost::default_color_type> color(devices_.size());
+  auto index = boost::get(boost::vertex_index, g);
+  auto distMap = boost::make_iterator_property_map(dist.begin(), index);
+  PredRecorder rec;
+  rec.preds = &predEdge;
+  rec.has = &hasPred;
+  const Cost inf{-1, INT_MAX};
+  const Cost zero{std::numeric_limits<double>::infinity(), 0};
+  boost::dijkstra_shortest_paths(
+      g, static_cast<std::size_t>(src),
+      boost::weight_map(boost::get(&EdgeProp::weight, g))
+          .distance_map(distMap)
+          .distance_compare(Better())
+          .distance_combine(Extend())
+          .distance_inf(inf)
+          .distance_zero(zero)
+          .color_map(boost::make_iterator_property_map(color.begin(), index))
+          .visitor(boost::make_dijkstra_visitor(rec)));
+  if (!hasPred[dst])
+    return r;
+  std::vector<Hop> hops;
+  for (int v = dst; v != src;) {
+    EdgeDesc e = predEdge[v];
+    const EdgeProp &p = g[e];
+    int u = static_cast<int>(boost::source(e, g));
+    hops.push_back(Hop{p.link, p.dir, u, v});
+    v = u;
+    if (hops.size() > devices_.size())
+      return Route{}; // cannot happen: predecessor chains are acyclic
+  }
+  std::reverse(hops.begin(), hops.end());
+  r.exists = true;
+  r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
+  for (const Hop &h : hops) {
+    const Link &l = links_[h.link];
+    r.bottleneck = std::min(r.bottleneck, l.effectiveCapacity(h.dir));
+    r.rawBottleneck = std::min(r.rawBottleneck, l.capacity(h.dir));
+    r.latency += l.latency;
+  }
+  r.hops = std::move(hops);
+  return r;
+}
+
+Route Topology::route(int fromRank, int toRank) const {
+  if (fromRank < 0 || toRank < 0 || fromRank >= numRanks() ||
+      toRank >= numRanks())
+    return Route{};
+  return routeDevices(ranks_[fromRank], ranks_[toRank]);
+}
+
+llvm::Expected<Route> Topology::findRoute(int fromRank, int toRank) const {
+  if (fromRank < 0 || toRank < 0 || fromRank >= numRanks() ||
+      toRank >= numRanks())
+    return makeUserError(llvm::formatv("no rank {0} or {1}: the topology has "
+                                       "{2} ranks",
+                                       fromRank, toRank, numRanks()));
+  Route r = route(fromRank, toRank);
+  if (!r.found())
+    return makeUserError("no route from " + rankName(fromRank) + " to " +
+                         rankName(toRank) +
+                         " (only switches and NICs forward traffic)");
+  return r;
+}
+
+} // namespace topocc::topo

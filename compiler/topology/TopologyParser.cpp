@@ -1,0 +1,1516 @@
+//===- compiler/topology/TopologyParser.cpp - Read topology YAML ----------===//
+//
+// yaml-cpp is used here and only here; its exceptions are caught in
+// parseTopology. The parser declares, counts (size limits before any
+// expansion), expands templates per node, resolves fabric links, ranks and
+// scenarios, then checks connectivity.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/topology/TopologyParser.h"
+
+#include "compiler/topology/NamePattern.h"
+#include "compiler/topology/Scenario.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+
+namespace topocc::topo {
+
+namespace {
+
+constexpr size_t kMaxErrors = 50;
+
+struct Entry {
+  std::string key;
+  YAML::Node keyNode;
+  YAML::Node value;
+};
+using Entries = std::vector<Entry>;
+
+/// Link attributes as given by a class or a link entry.
+struct LinkAttrs {
+  std::optional<LinkType> type;
+  std::optional<Quantity> bandwidth[2];
+  std::optional<Quantity> latency;
+  std::optional<int> count;
+  std::optional<Duplex> duplex;
+  std::optional<double> efficiency;
+};
+
+/// A located name pattern.
+struct PatternAt {
+  Pattern pattern;
+  SourceLoc base; ///< location of the pattern's first character
+};
+
+struct DeviceDecl {
+  PatternAt name;
+  DeviceKind kind = DeviceKind::Gpu;
+  SwitchKind switchKind = SwitchKind::None;
+  std::string model;
+  SourceLoc loc;
+  Binding binding;
+  bool ok = false;
+};
+
+struct LinkDecl {
+  PatternAt from, to;
+  std::string className;
+  LinkAttrs attrs; ///< class attributes overridden by inline ones
+  SourceLoc loc;
+  Binding binding;
+  bool ok = false;
+};
+
+struct LocalDevice {
+  std::string name;
+  const DeviceDecl *decl;
+};
+struct LocalLink {
+  int from, to;
+  const LinkDecl *decl;
+};
+
+/// A node template, an inline node body, or the fabric.
+struct Body {
+  std::string name;
+  SourceLoc loc;
+  std::vector<std::unique_ptr<DeviceDecl>> devices;
+  std::vector<std::unique_ptr<LinkDecl>> links;
+  uint64_t deviceCount = 0, linkCount = 0;
+  bool counted = false, expanded = false, ok = true;
+  std::vector<LocalDevice> localDevices;
+  std::vector<LocalLink> localLinks;
+};
+
+struct NodeDecl {
+  PatternAt name;
+  Binding binding;
+  std::string templateName;
+  SourceLoc templateLoc;
+  Body *tmpl = nullptr;
+  std::unique_ptr<Body> inlineBody;
+  SourceLoc loc;
+  bool ok = false;
+};
+
+bool validName(llvm::StringRef s, bool allowSlash) {
+  if (s.empty() || s.contains("--"))
+    return false;
+  for (char c : s)
+    if (!(llvm::isAlnum(c) || c == '_' || c == '-' || c == '.' || c == ':' ||
+          (allowSlash && c == '/')))
+      return false;
+  return true;
+}
+
+class Parser {
+public:
+  Parser(llvm::StringRef text, llvm::StringRef fileName)
+      : file(fileName.str()),
+        source(std::make_shared<std::string>(text.str())) {
+    topo.setSource(source);
+  }
+
+  llvm::Expected<Topology> run();
+
+private:
+  // --- diagnostics ---
+  SourceLoc locOf(const YAML::Mark &m) const {
+    if (m.line < 0)
+      return SourceLoc{file, 0, 0};
+    return SourceLoc{file, static_cast<unsigned>(m.line + 1),
+                     static_cast<unsigned>(m.column + 1)};
+  }
+  SourceLoc locOf(const YAML::Node &n) const { return locOf(n.Mark()); }
+  /// Location of the first character of a scalar's text (inside quotes).
+  SourceLoc textLoc(const YAML::Node &n) {
+    SourceLoc l = locOf(n);
+    if (l.line && n.IsScalar() && n.Tag() == "!") {
+      llvm::StringRef line = lineText(l.line);
+      if (l.col <= line.size() &&
+          (line[l.col - 1] == '"' || line[l.col - 1] == '\''))
+        ++l.col;
+    }
+    return l;
+  }
+  /// Line `line` (1-based) of the source, without its terminator.
+  llvm::StringRef lineText(unsigned line) {
+    if (lineStarts.empty()) {
+      lineStarts.push_back(0);
+      for (size_t i = 0; i < source->size(); ++i)
+        if ((*source)[i] == '\n')
+          lineStarts.push_back(i + 1);
+    }
+    if (line == 0 || line > lineStarts.size())
+      return {};
+    llvm::StringRef rest = llvm::StringRef(*source).substr(lineStarts[line - 1]);
+    return rest.take_until([](char c) { return c == '\n'; }).rtrim("\r");
+  }
+  void error(SourceLoc loc, const llvm::Twine &msg) {
+    if (errorCount++ >= kMaxErrors)
+      return;
+    diags.add(topo.diag(loc, msg.str()));
+  }
+  void error(const YAML::Node &n, const llvm::Twine &msg) {
+    error(locOf(n), msg);
+  }
+  void patternError(const PatternAt &p, const PatternError &e) {
+    SourceLoc l = p.base;
+    if (l.col)
+      l.col += static_cast<unsigned>(e.offset);
+    error(l, e.message);
+  }
+  bool tooManyErrors() const { return errorCount >= kMaxErrors; }
+
+  // --- YAML helpers ---
+  static llvm::StringRef kindOf(const YAML::Node &n) {
+    switch (n.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a sequence";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    default:
+      return "nothing";
+    }
+  }
+  bool asMap(const YAML::Node &n, const llvm::Twine &what, Entries &out,
+             llvm::ArrayRef<llvm::StringRef> allowed, bool checkKeys = true);
+  bool asSeq(const YAML::Node &n, const llvm::Twine &what,
+             std::vector<YAML::Node> &out);
+  bool asScalar(const YAML::Node &n, const llvm::Twine &what, std::string &out);
+  static const YAML::Node *get(const Entries &e, llvm::StringRef key) {
+    for (const Entry &x : e)
+      if (x.key == key)
+        return &x.value;
+    return nullptr;
+  }
+  bool required(const Entries &e, const YAML::Node &at, llvm::StringRef key,
+                llvm::StringRef what) {
+    if (get(e, key))
+      return true;
+    error(at, "missing required key '" + key + "' in " + what);
+    return false;
+  }
+  bool quantity(const YAML::Node &n, QuantityKind kind, llvm::StringRef what,
+                Quantity &out, bool allowDelta = false);
+  bool pattern(const YAML::Node &n, llvm::StringRef what, PatternAt &out);
+
+  // --- sections ---
+  void parseClasses(const YAML::Node &n);
+  bool parseLinkAttrs(const Entries &e, LinkAttrs &attrs,
+                      const YAML::Node &entryNode);
+  void parseBody(const Entries &e, Body &body, bool fabric);
+  void parseDevices(const YAML::Node &n, DeviceKind kind, Body &body);
+  void parseLinks(const YAML::Node &n, Body &body);
+  void parseTemplates(const YAML::Node &n);
+  void parseNodes(const YAML::Node &n);
+  void parseRanks(const YAML::Node *n);
+  void parseScenarios(const YAML::Node &n);
+  bool parseScenarioOp(const YAML::Node &n, ScenarioOp &op);
+
+  // --- expansion ---
+  void countBody(Body &b);
+  bool checkSizes();
+  void expandBody(Body &b, bool fabric);
+  void instantiateNodes();
+  void addFabric();
+  int addDevice(std::string fullName, std::string node, std::string local,
+                int nodeIndex, const DeviceDecl &decl);
+  void addLink(int from, int to, const LinkDecl &decl);
+
+  std::string file;
+  std::shared_ptr<std::string> source;
+  std::vector<size_t> lineStarts;
+  DiagnosticList diags;
+  size_t errorCount = 0;
+  Topology topo;
+
+  std::map<std::string, LinkAttrs, std::less<>> classes;
+  std::map<std::string, SourceLoc, std::less<>> classLocs;
+  std::map<std::string, std::unique_ptr<Body>, std::less<>> templates;
+  std::vector<std::string> templateOrder;
+  std::vector<std::unique_ptr<NodeDecl>> nodeDecls;
+  std::unique_ptr<Body> fabric;
+  std::unordered_map<std::string, int> byName;
+};
+
+bool Parser::asMap(const YAML::Node &n, const llvm::Twine &what, Entries &out,
+                   llvm::ArrayRef<llvm::StringRef> allowed, bool checkKeys) {
+  out.clear();
+  if (!n.IsMap()) {
+    error(n, "expected a mapping for " + what + ", got " + kindOf(n));
+    return false;
+  }
+  llvm::StringSet<> seen;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    YAML::Node k = it->first;
+    YAML::Node v = it->second;
+    if (!k.IsScalar()) {
+      error(k, "expected a string key in " + what + ", got " + kindOf(k));
+      continue;
+    }
+    std::string key = k.Scalar();
+    if (key == "<<" && k.Tag() == "?") {
+      error(k, "YAML merge keys ('<<') are not supported; use 'template:' "
+               "instead");
+      continue;
+    }
+    if (!seen.insert(key).second) {
+      error(k, "duplicate key '" + key + "' in " + what);
+      continue;
+    }
+    if (checkKeys && !llvm::is_contained(allowed, key)) {
+      std::string near = nearestMatch(key, allowed);
+      std::string msg = "unknown key '" + key + "' in " + what.str();
+      if (!near.empty()) {
+        msg += "; did you mean '" + near + "'?";
+      } else {
+        msg += "; expected one of: ";
+        for (size_t i = 0; i < allowed.size(); ++i)
+          msg += (i ? ", " : "") + allowed[i].str();
+      }
+      error(k, msg);
+      continue;
+    }
+    out.push_back({key, k, v});
+  }
+  return true;
+}
+
+bool Parser::asSeq(const YAML::Node &n, const llvm::Twine &what,
+                   std::vector<YAML::Node> &out) {
+  out.clear();
+  if (!n.IsSequence()) {
+    error(n, "expected a sequence for " + what + ", got " + kindOf(n));
+    return false;
+  }
+  for (auto it = n.begin(); it != n.end(); ++it)
+    out.push_back(*it);
+  return true;
+}
+
+bool Parser::asScalar(const YAML::Node &n, const llvm::Twine &what,
+                      std::string &out) {
+  if (!n.IsScalar()) {
+    error(n, "expected a string for " + what + ", got " + kindOf(n));
+    return false;
+  }
+  out = n.Scalar();
+  return true;
+}
+
+bool Parser::quantity(const YAML::Node &n, QuantityKind kind,
+                      llvm::StringRef what, Quantity &out, bool allowDelta) {
+  std::string text;
+  if (!asScalar(n, what, text))
+    return false;
+  auto q = parseQuantity(text, kind, what);
+  if (!q) {
+    error(textLoc(n), llvm::toString(q.takeError()));
+    return false;
+  }
+  if (q->hasSign && !allowDelta && q->number < 0) {
+    // Fall through to the range checks below.
+  } else if (q->hasSign && !allowDelta && kind != QuantityKind::Factor) {
+    error(textLoc(n), "a signed " + what + " ('" + text +
+                          "') is a delta, allowed only inside 'set'");
+    return false;
+  }
+  if (!(allowDelta && q->hasSign)) {
+    if (kind == QuantityKind::Time && q->value < 0) {
+      error(textLoc(n), what + " must not be negative, got '" + text + "'");
+      return false;
+    }
+    if (kind != QuantityKind::Time && q->value <= 0) {
+      error(textLoc(n), what + " must be positive, got '" + text + "'");
+      return false;
+    }
+  }
+  out = *q;
+  return true;
+}
+
+bool Parser::pattern(const YAML::Node &n, llvm::StringRef what,
+                     PatternAt &out) {
+  std::string text;
+  if (!asScalar(n, what, text))
+    return false;
+  out.base = textLoc(n);
+  PatternError e;
+  if (!parsePattern(text, out.pattern, e)) {
+    patternError(out, e);
+    return false;
+  }
+  if (text.empty()) {
+    error(n, what + " is empty");
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Sections
+//===----------------------------------------------------------------------===//
+
+const llvm::StringRef kLinkAttrKeys[] = {"type",     "bandwidth",  "latency",
+                                         "duplex",   "efficiency", "count"};
+
+bool Parser::parseLinkAttrs(const Entries &e, LinkAttrs &a,
+                            const YAML::Node &entryNode) {
+  bool ok = true;
+  if (const YAML::Node *n = get(e, "type")) {
+    std::string s;
+    if (asScalar(*n, "link type", s)) {
+      if (auto t = parseLinkType(s)) {
+        a.type = *t;
+      } else {
+        std::string near = nearestMatch(s, linkTypeNames());
+        std::string msg = "unknown link type '" + s + "'";
+        if (!near.empty())
+          msg += "; did you mean '" + near + "'?";
+        else
+          msg += "; expected one of: " + llvm::join(linkTypeNames(), ", ");
+        error(textLoc(*n), msg);
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (const YAML::Node *n = get(e, "bandwidth")) {
+    if (n->IsMap()) {
+      Entries bw;
+      const llvm::StringRef keys[] = {"fwd", "rev"};
+      if (asMap(*n, "bandwidth", bw, keys)) {
+        for (int dir = 0; dir < 2; ++dir) {
+          if (!required(bw, *n, keys[dir], "bandwidth")) {
+            ok = false;
+            continue;
+          }
+          Quantity q;
+          if (quantity(*get(bw, keys[dir]), QuantityKind::Bandwidth,
+                       "bandwidth", q))
+            a.bandwidth[dir] = q;
+          else
+            ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    } else {
+      Quantity q;
+      if (quantity(*n, QuantityKind::Bandwidth, "bandwidth", q))
+        a.bandwidth[0] = a.bandwidth[1] = q;
+      else
+        ok = false;
+    }
+  }
+  if (const YAML::Node *n = get(e, "latency")) {
+    Quantity q;
+    if (quantity(*n, QuantityKind::Time, "latency", q))
+      a.latency = q;
+    else
+      ok = false;
+  }
+  if (const YAML::Node *n = get(e, "count")) {
+    std::string s;
+    int v = 0;
+    if (asScalar(*n, "count", s)) {
+      if (llvm::StringRef(s).getAsInteger(10, v) || v < 1 || v > 1000000) {
+        error(textLoc(*n),
+              "count must be a positive integer (at most 1000000), got '" + s +
+                  "'");
+        ok = false;
+      } else {
+        a.count = v;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (const YAML::Node *n = get(e, "duplex")) {
+    std::string s;
+    if (asScalar(*n, "duplex", s)) {
+      if (s == "full")
+        a.duplex = Duplex::Full;
+      else if (s == "half")
+        a.duplex = Duplex::Half;
+      else {
+        error(textLoc(*n),
+              "unknown duplex '" + s + "'; expected 'full' or 'half'");
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (const YAML::Node *n = get(e, "efficiency")) {
+    std::string s;
+    if (asScalar(*n, "efficiency", s)) {
+      char *end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      bool numeric = !s.empty() && end && *end == '\0' &&
+                     (llvm::isDigit(s[0]) || s[0] == '.');
+      if (!numeric || !(v > 0 && v <= 1)) {
+        error(textLoc(*n),
+              "efficiency must be a number in (0, 1], got '" + s + "'");
+        ok = false;
+      } else {
+        a.efficiency = v;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  (void)entryNode;
+  return ok;
+}
+
+void Parser::parseClasses(const YAML::Node &n) {
+  Entries classEntries;
+  if (!asMap(n, "link_classes", classEntries, {}, /*checkKeys=*/false))
+    return;
+  for (const Entry &c : classEntries) {
+    Entries e;
+    if (!asMap(c.value, "link class '" + c.key + "'", e, kLinkAttrKeys))
+      continue;
+    LinkAttrs a;
+    bool ok = parseLinkAttrs(e, a, c.value);
+    if (!get(e, "bandwidth") && ok) {
+      error(c.value, "missing required key 'bandwidth' in link class '" +
+                         c.key + "'");
+      ok = false;
+    }
+    if (!get(e, "type") && ok) {
+      error(c.value,
+            "missing required key 'type' in link class '" + c.key + "'");
+      ok = false;
+    }
+    if (ok) {
+      classes[c.key] = a;
+      classLocs[c.key] = locOf(c.keyNode);
+    } else {
+      classes[c.key] = LinkAttrs(); // known name, no cascade errors
+    }
+  }
+}
+
+void Parser::parseDevices(const YAML::Node &n, DeviceKind kind, Body &body) {
+  llvm::StringRef section = kind == DeviceKind::Gpu   ? "gpus"
+                            : kind == DeviceKind::Nic ? "nics"
+                                                      : "switches";
+  llvm::StringRef what = kind == DeviceKind::Gpu   ? "gpu"
+                         : kind == DeviceKind::Nic ? "nic"
+                                                   : "switch";
+  std::vector<YAML::Node> items;
+  if (!asSeq(n, "'" + section + "'", items))
+    return;
+  for (const YAML::Node &item : items) {
+    auto d = std::make_unique<DeviceDecl>();
+    d->kind = kind;
+    d->loc = locOf(item);
+    if (item.IsScalar() && kind != DeviceKind::Switch) {
+      if (!pattern(item, "device name", d->name))
+        continue;
+    } else {
+      Entries e;
+      static const llvm::StringRef gpuKeys[] = {"name", "model"};
+      static const llvm::StringRef switchKeys[] = {"name", "kind"};
+      if (!asMap(item, what, e,
+                 kind == DeviceKind::Switch
+                     ? llvm::ArrayRef<llvm::StringRef>(switchKeys)
+                     : llvm::ArrayRef<llvm::StringRef>(gpuKeys)))
+        continue;
+      if (!required(e, item, "name", what))
+        continue;
+      if (!pattern(*get(e, "name"), "device name", d->name))
+        continue;
+      if (const YAML::Node *m = get(e, "model"))
+        if (!asScalar(*m, "model", d->model))
+          continue;
+      if (kind == DeviceKind::Switch) {
+        if (!required(e, item, "kind", "switch"))
+          continue;
+        std::string k;
+        if (!asScalar(*get(e, "kind"), "switch kind", k))
+          continue;
+        auto sk = parseSwitchKind(k);
+        if (!sk) {
+          std::string near = nearestMatch(k, switchKindNames());
+          std::string msg = "unknown switch kind '" + k + "'";
+          if (!near.empty())
+            msg += "; did you mean '" + near + "'?";
+          else
+            msg += "; expected one of: " + llvm::join(switchKindNames(), ", ");
+          error(textLoc(*get(e, "kind")), msg);
+          continue;
+        }
+        d->switchKind = *sk;
+      }
+    }
+    PatternError pe;
+    const Pattern *p = &d->name.pattern;
+    llvm::StringRef role = "name";
+    if (!bindPatterns(llvm::ArrayRef<const Pattern *>(p),
+                      llvm::ArrayRef<llvm::StringRef>(role), d->binding, pe)) {
+      patternError(d->name, pe);
+      continue;
+    }
+    d->ok = true;
+    body.devices.push_back(std::move(d));
+  }
+}
+
+void Parser::parseLinks(const YAML::Node &n, Body &body) {
+  std::vector<YAML::Node> items;
+  if (!asSeq(n, "'links'", items))
+    return;
+  static const llvm::StringRef keys[] = {"from",    "to",     "class",
+                                         "type",    "bandwidth", "latency",
+                                         "count",   "duplex", "efficiency"};
+  for (const YAML::Node &item : items) {
+    Entries e;
+    if (!asMap(item, "link", e, keys))
+      continue;
+    auto l = std::make_unique<LinkDecl>();
+    l->loc = locOf(item);
+    bool ok = required(e, item, "from", "link");
+    ok &= required(e, item, "to", "link");
+    if (!ok)
+      continue;
+    ok &= pattern(*get(e, "from"), "link 'from'", l->from);
+    ok &= pattern(*get(e, "to"), "link 'to'", l->to);
+    LinkAttrs inlineAttrs;
+    ok &= parseLinkAttrs(e, inlineAttrs, item);
+    LinkAttrs attrs;
+    if (const YAML::Node *c = get(e, "class")) {
+      if (!asScalar(*c, "link class", l->className)) {
+        ok = false;
+      } else if (auto it = classes.find(l->className); it != classes.end()) {
+        attrs = it->second;
+      } else {
+        std::vector<llvm::StringRef> names;
+        for (const auto &kv : classes)
+          names.push_back(kv.first);
+        std::string near = nearestMatch(l->className, names);
+        std::string msg = "unknown link class '" + l->className + "'";
+        if (!near.empty())
+          msg += "; did you mean '" + near + "'?";
+        else if (names.empty())
+          msg += "; no 'link_classes' are defined";
+        else
+          msg += "; defined classes: " + llvm::join(names, ", ");
+        error(textLoc(*c), msg);
+        ok = false;
+      }
+    }
+    if (!ok)
+      continue;
+    if (inlineAttrs.type)
+      attrs.type = inlineAttrs.type;
+    for (int dir = 0; dir < 2; ++dir)
+      if (inlineAttrs.bandwidth[dir])
+        attrs.bandwidth[dir] = inlineAttrs.bandwidth[dir];
+    if (inlineAttrs.latency)
+      attrs.latency = inlineAttrs.latency;
+    if (inlineAttrs.count)
+      attrs.count = inlineAttrs.count;
+    if (inlineAttrs.duplex)
+      attrs.duplex = inlineAttrs.duplex;
+    if (inlineAttrs.efficiency)
+      attrs.efficiency = inlineAttrs.efficiency;
+    // An unknown class was already reported; a known but broken class too.
+    bool brokenClass =
+        !l->className.empty() && !classLocs.count(l->className);
+    if (brokenClass)
+      continue;
+    if (!attrs.bandwidth[0]) {
+      error(item, "link has no bandwidth; give 'class' or 'bandwidth'");
+      continue;
+    }
+    if (!attrs.type) {
+      error(item, "link has no type; give 'class' or 'type'");
+      continue;
+    }
+    if (attrs.duplex == Duplex::Half &&
+        attrs.bandwidth[0]->value != attrs.bandwidth[1]->value) {
+      error(item, "a 'duplex: half' link shares one capacity between both "
+                  "directions; give one bandwidth, not {fwd, rev}");
+      continue;
+    }
+    l->attrs = attrs;
+    PatternError pe;
+    const Pattern *pats[] = {&l->from.pattern, &l->to.pattern};
+    const llvm::StringRef roles[] = {"from", "to"};
+    if (!bindPatterns(pats, roles, l->binding, pe)) {
+      patternError(pe.pattern == 0 ? l->from : l->to, pe);
+      continue;
+    }
+    l->ok = true;
+    body.links.push_back(std::move(l));
+  }
+}
+
+void Parser::parseBody(const Entries &e, Body &body, bool fabric) {
+  if (const YAML::Node *n = get(e, "gpus"))
+    parseDevices(*n, DeviceKind::Gpu, body);
+  if (const YAML::Node *n = get(e, "nics"))
+    parseDevices(*n, DeviceKind::Nic, body);
+  if (const YAML::Node *n = get(e, "switches"))
+    parseDevices(*n, DeviceKind::Switch, body);
+  if (const YAML::Node *n = get(e, "links"))
+    parseLinks(*n, body);
+  (void)fabric;
+}
+
+void Parser::parseTemplates(const YAML::Node &n) {
+  Entries entries;
+  if (!asMap(n, "node_templates", entries, {}, /*checkKeys=*/false))
+    return;
+  static const llvm::StringRef keys[] = {"gpus", "nics", "switches", "links"};
+  for (const Entry &t : entries) {
+    auto body = std::make_unique<Body>();
+    body->name = t.key;
+    body->loc = locOf(t.keyNode);
+    Entries e;
+    if (asMap(t.value, "node template '" + t.key + "'", e, keys))
+      parseBody(e, *body, false);
+    else
+      body->ok = false;
+    templateOrder.push_back(t.key);
+    templates[t.key] = std::move(body);
+  }
+}
+
+void Parser::parseNodes(const YAML::Node &n) {
+  std::vector<YAML::Node> items;
+  if (!asSeq(n, "'nodes'", items))
+    return;
+  static const llvm::StringRef keys[] = {"name", "template", "gpus",
+                                         "nics", "switches", "links"};
+  for (const YAML::Node &item : items) {
+    Entries e;
+    if (!asMap(item, "node", e, keys))
+      continue;
+    auto nd = std::make_unique<NodeDecl>();
+    nd->loc = locOf(item);
+    if (!required(e, item, "name", "node"))
+      continue;
+    if (!pattern(*get(e, "name"), "node name", nd->name))
+      continue;
+    bool ok = true;
+    if (const YAML::Node *t = get(e, "template")) {
+      if (asScalar(*t, "template", nd->templateName)) {
+        nd->templateLoc = textLoc(*t);
+        auto it = templates.find(nd->templateName);
+        if (it == templates.end()) {
+          std::vector<llvm::StringRef> names(templateOrder.begin(),
+                                             templateOrder.end());
+          std::string near = nearestMatch(nd->templateName, names);
+          std::string msg = "unknown template '" + nd->templateName + "'";
+          if (!near.empty())
+            msg += "; did you mean '" + near + "'?";
+          else if (names.empty())
+            msg += "; no 'node_templates' are defined";
+          else
+            msg += "; defined templates: " + llvm::join(names, ", ");
+          error(nd->templateLoc, msg);
+          ok = false;
+        } else {
+          nd->tmpl = it->second.get();
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (get(e, "gpus") || get(e, "nics") || get(e, "switches") ||
+        get(e, "links")) {
+      nd->inlineBody = std::make_unique<Body>();
+      nd->inlineBody->loc = nd->loc;
+      parseBody(e, *nd->inlineBody, false);
+    } else if (!get(e, "template")) {
+      error(item, "node has neither 'template' nor devices");
+      ok = false;
+    }
+    PatternError pe;
+    const Pattern *p = &nd->name.pattern;
+    llvm::StringRef role = "name";
+    if (!bindPatterns(llvm::ArrayRef<const Pattern *>(p),
+                      llvm::ArrayRef<llvm::StringRef>(role), nd->binding,
+                      pe)) {
+      patternError(nd->name, pe);
+      ok = false;
+    }
+    nd->ok = ok;
+    nodeDecls.push_back(std::move(nd));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Counting and expansion
+//===----------------------------------------------------------------------===//
+
+void Parser::countBody(Body &b) {
+  if (b.counted)
+    return;
+  b.counted = true;
+  for (const auto &d : b.devices)
+    b.deviceCount = saturatingAdd(b.deviceCount, d->binding.count());
+  for (const auto &l : b.links)
+    b.linkCount = saturatingAdd(b.linkCount, l->binding.count());
+}
+
+bool Parser::checkSizes() {
+  uint64_t devices = 0, links = 0;
+  bool ok = true;
+  auto limitMsg = [](llvm::StringRef what, uint64_t n, llvm::StringRef kind,
+                     uint64_t limit) {
+    std::string count = n >= kCountSaturation ? std::string("more than 2^62")
+                                              : std::to_string(n);
+    return llvm::formatv("{0} would expand to {1} {2}, more than the limit of "
+                         "{3}; refused before expansion",
+                         what, count, kind, limit)
+        .str();
+  };
+  for (const std::string &name : templateOrder) {
+    Body &b = *templates[name];
+    countBody(b);
+    if (b.deviceCount > kMaxDevices) {
+      error(b.loc, limitMsg("template '" + name + "'", b.deviceCount,
+                            "devices", kMaxDevices));
+      ok = false;
+    } else if (b.linkCount > kMaxLinks) {
+      error(b.loc, limitMsg("template '" + name + "'", b.linkCount, "links",
+                            kMaxLinks));
+      ok = false;
+    }
+  }
+  SourceLoc biggestDevLoc{file, 1, 1}, biggestLinkLoc{file, 1, 1};
+  uint64_t biggestDev = 0, biggestLink = 0;
+  for (const auto &nd : nodeDecls) {
+    uint64_t count = nd->binding.count();
+    uint64_t perDev = 0, perLink = 0;
+    if (nd->tmpl) {
+      countBody(*nd->tmpl);
+      perDev = saturatingAdd(perDev, nd->tmpl->deviceCount);
+      perLink = saturatingAdd(perLink, nd->tmpl->linkCount);
+    }
+    if (nd->inlineBody) {
+      countBody(*nd->inlineBody);
+      perDev = saturatingAdd(perDev, nd->inlineBody->deviceCount);
+      perLink = saturatingAdd(perLink, nd->inlineBody->linkCount);
+    }
+    uint64_t d = saturatingMul(count, perDev), l = saturatingMul(count, perLink);
+    // Names alone count too: a node without devices is still expanded.
+    d = saturatingAdd(d, count > kMaxDevices ? count : 0);
+    devices = saturatingAdd(devices, d);
+    links = saturatingAdd(links, l);
+    if (d > biggestDev)
+      biggestDev = d, biggestDevLoc = nd->loc;
+    if (l > biggestLink)
+      biggestLink = l, biggestLinkLoc = nd->loc;
+  }
+  if (fabric) {
+    countBody(*fabric);
+    devices = saturatingAdd(devices, fabric->deviceCount);
+    links = saturatingAdd(links, fabric->linkCount);
+    for (const auto &d : fabric->devices)
+      if (d->binding.count() > biggestDev)
+        biggestDev = d->binding.count(), biggestDevLoc = d->loc;
+    for (const auto &l : fabric->links)
+      if (l->binding.count() > biggestLink)
+        biggestLink = l->binding.count(), biggestLinkLoc = l->loc;
+  }
+  if (devices > kMaxDevices) {
+    error(biggestDevLoc,
+          limitMsg("topology", devices, "devices", kMaxDevices));
+    ok = false;
+  }
+  if (links > kMaxLinks) {
+    error(biggestLinkLoc, limitMsg("topology", links, "links", kMaxLinks));
+    ok = false;
+  }
+  return ok;
+}
+
+void Parser::expandBody(Body &b, bool isFabric) {
+  if (b.expanded)
+    return;
+  b.expanded = true;
+  std::unordered_map<std::string, int> local;
+  for (const auto &d : b.devices) {
+    d->binding.forEach([&](llvm::ArrayRef<uint64_t> idx) {
+      std::string name;
+      PatternError pe;
+      if (!instantiate(d->name.pattern, d->binding, idx, name, pe)) {
+        patternError(d->name, pe);
+        b.ok = false;
+        return false;
+      }
+      if (!validName(name, /*allowSlash=*/false)) {
+        error(d->name.base, "invalid device name '" + name +
+                                "': names may contain letters, digits, '_', "
+                                "'-', '.' and ':' (not '--')");
+        b.ok = false;
+        return false;
+      }
+      auto [it, inserted] =
+          local.emplace(name, static_cast<int>(b.localDevices.size()));
+      if (!inserted) {
+        const DeviceDecl *first = b.localDevices[it->second].decl;
+        error(d->name.base,
+              llvm::formatv("duplicate device name '{0}'{1} (first defined "
+                            "at line {2})",
+                            name,
+                            b.name.empty() ? std::string()
+                                           : " in template '" + b.name + "'",
+                            first->loc.line)
+                  .str());
+        b.ok = false;
+        return !tooManyErrors();
+      }
+      b.localDevices.push_back({name, d.get()});
+      return true;
+    });
+  }
+  if (isFabric)
+    return; // fabric links resolve against the global names
+  std::vector<llvm::StringRef> localNames;
+  for (const LocalDevice &d : b.localDevices)
+    localNames.push_back(d.name);
+  for (const auto &l : b.links) {
+    l->binding.forEach([&](llvm::ArrayRef<uint64_t> idx) {
+      std::string names[2];
+      const PatternAt *ends[2] = {&l->from, &l->to};
+      int devs[2] = {-1, -1};
+      for (int k = 0; k < 2; ++k) {
+        PatternError pe;
+        if (!instantiate(ends[k]->pattern, l->binding, idx, names[k], pe)) {
+          patternError(*ends[k], pe);
+          b.ok = false;
+          return false;
+        }
+        auto it = local.find(names[k]);
+        if (it == local.end()) {
+          std::string near = nearestMatch(names[k], localNames);
+          std::string msg = "unknown device '" + names[k] + "' in link '" +
+                            (k == 0 ? "from" : "to") + "'";
+          if (!b.name.empty())
+            msg += " (template '" + b.name + "')";
+          if (!near.empty())
+            msg += "; did you mean '" + near + "'?";
+          error(ends[k]->base, msg);
+          b.ok = false;
+          return false;
+        }
+        devs[k] = it->second;
+      }
+      if (devs[0] == devs[1]) {
+        error(l->loc, "link connects '" + names[0] + "' to itself");
+        b.ok = false;
+        return false;
+      }
+      b.localLinks.push_back({devs[0], devs[1], l.get()});
+      return true;
+    });
+  }
+}
+
+int Parser::addDevice(std::string fullName, std::string node,
+                      std::string localName, int nodeIndex,
+                      const DeviceDecl &decl) {
+  auto [it, inserted] = byName.emplace(
+      fullName, static_cast<int>(topo.mutableDevices().size()));
+  if (!inserted) {
+    error(decl.name.base,
+          llvm::formatv("duplicate device name '{0}' (first defined at line "
+                        "{1})",
+                        fullName, topo.device(it->second).loc.line)
+              .str());
+    return -1;
+  }
+  Device d;
+  d.name = std::move(fullName);
+  d.node = std::move(node);
+  d.localName = std::move(localName);
+  d.kind = decl.kind;
+  d.switchKind = decl.switchKind;
+  d.model = decl.model;
+  d.nodeIndex = nodeIndex;
+  d.loc = decl.loc;
+  topo.mutableDevices().push_back(std::move(d));
+  return it->second;
+}
+
+void Parser::addLink(int from, int to, const LinkDecl &decl) {
+  const LinkAttrs &a = decl.attrs;
+  Link l;
+  l.from = from;
+  l.to = to;
+  l.type = *a.type;
+  l.className = decl.className;
+  for (int dir = 0; dir < 2; ++dir) {
+    l.bandwidth[dir] = a.bandwidth[dir]->value;
+    l.bandwidthUnit[dir] = a.bandwidth[dir]->unit;
+  }
+  if (a.latency) {
+    l.latency = a.latency->value;
+    l.latencyUnit = a.latency->unit;
+  }
+  l.count = a.count.value_or(1);
+  l.duplex = a.duplex.value_or(Duplex::Full);
+  l.hasEfficiency = a.efficiency.has_value();
+  l.efficiency = a.efficiency.value_or(1.0);
+  l.loc = decl.loc;
+  topo.mutableLinks().push_back(std::move(l));
+}
+
+void Parser::instantiateNodes() {
+  llvm::StringMap<SourceLoc> nodeNames;
+  for (const auto &nd : nodeDecls) {
+    if (!nd->ok)
+      continue;
+    Body *bodies[2] = {nd->tmpl, nd->inlineBody.get()};
+    bool bodiesOk = true;
+    for (Body *b : bodies)
+      if (b) {
+        expandBody(*b, false);
+        bodiesOk &= b->ok;
+      }
+    if (!bodiesOk)
+      continue;
+    nd->binding.forEach([&](llvm::ArrayRef<uint64_t> idx) {
+      std::string name;
+      PatternError pe;
+      if (!instantiate(nd->name.pattern, nd->binding, idx, name, pe)) {
+        patternError(nd->name, pe);
+        return false;
+      }
+      if (!validName(name, false)) {
+        error(nd->name.base,
+              "invalid node name '" + name +
+                  "': names may contain letters, digits, '_', '-', '.' and "
+                  "':' (not '--')");
+        return false;
+      }
+      auto [it, inserted] = nodeNames.try_emplace(name, nd->loc);
+      if (!inserted) {
+        error(nd->name.base,
+              llvm::formatv("duplicate node name '{0}' (first defined at "
+                            "line {1})",
+                            name, it->second.line)
+                  .str());
+        return !tooManyErrors();
+      }
+      int nodeIndex = static_cast<int>(topo.nodes().size());
+      Node node;
+      node.name = name;
+      node.templateName = nd->templateName;
+      node.loc = nd->loc;
+      topo.mutableNodes().push_back(node);
+      for (Body *b : bodies) {
+        if (!b)
+          continue;
+        std::vector<int> index;
+        for (const LocalDevice &ld : b->localDevices) {
+          int d = addDevice(name + "/" + ld.name, name, ld.name, nodeIndex,
+                            *ld.decl);
+          index.push_back(d);
+          if (d >= 0)
+            topo.mutableNodes()[nodeIndex].devices.push_back(d);
+        }
+        for (const LocalLink &ll : b->localLinks)
+          if (index[ll.from] >= 0 && index[ll.to] >= 0)
+            addLink(index[ll.from], index[ll.to], *ll.decl);
+      }
+      return !tooManyErrors();
+    });
+  }
+}
+
+void Parser::addFabric() {
+  if (!fabric)
+    return;
+  expandBody(*fabric, /*isFabric=*/true);
+  for (const LocalDevice &ld : fabric->localDevices)
+    addDevice(ld.name, "", ld.name, -1, *ld.decl);
+  for (const auto &l : fabric->links) {
+    l->binding.forEach([&](llvm::ArrayRef<uint64_t> idx) {
+      std::string names[2];
+      const PatternAt *ends[2] = {&l->from, &l->to};
+      int devs[2] = {-1, -1};
+      for (int k = 0; k < 2; ++k) {
+        PatternError pe;
+        if (!instantiate(ends[k]->pattern, l->binding, idx, names[k], pe)) {
+          patternError(*ends[k], pe);
+          return false;
+        }
+        auto it = byName.find(names[k]);
+        if (it == byName.end()) {
+          std::string msg = "unknown device '" + names[k] + "' in link '" +
+                            (k == 0 ? "from" : "to") + "'";
+          if (byName.size() <= 20000) {
+            std::vector<llvm::StringRef> all;
+            for (const Device &d : topo.devices())
+              all.push_back(d.name);
+            std::string near = nearestMatch(names[k], all);
+            if (!near.empty())
+              msg += "; did you mean '" + near + "'?";
+          }
+          error(ends[k]->base, msg);
+          return false;
+        }
+        devs[k] = it->second;
+      }
+      if (devs[0] == devs[1]) {
+        error(l->loc, "link connects '" + names[0] + "' to itself");
+        return false;
+      }
+      addLink(devs[0], devs[1], *l);
+      return !tooManyErrors();
+    });
+  }
+}
+
+void Parser::parseRanks(const YAML::Node *n) {
+  std::vector<int> gpus;
+  // Node-major: nodes in declaration order, GPUs in template order; fabric
+  // GPUs last.
+  for (const Node &node : topo.nodes())
+    for (int d : node.devices)
+      if (topo.device(d).kind == DeviceKind::Gpu)
+        gpus.push_back(d);
+  for (size_t d = 0; d < topo.devices().size(); ++d)
+    if (topo.device(d).kind == DeviceKind::Gpu && topo.device(d).nodeIndex < 0)
+      gpus.push_back(static_cast<int>(d));
+  if (!n) {
+    topo.setRanks(gpus, false);
+    return;
+  }
+  Entries e;
+  static const llvm::StringRef keys[] = {"order", "list"};
+  if (!asMap(*n, "'ranks'", e, keys))
+    return;
+  if (get(e, "order") && get(e, "list")) {
+    error(*n, "'ranks' takes either 'order' or 'list', not both");
+    return;
+  }
+  if (const YAML::Node *o = get(e, "order")) {
+    std::string s;
+    if (!asScalar(*o, "ranks.order", s))
+      return;
+    if (s != "node-major") {
+      error(textLoc(*o), "unknown rank order '" + s +
+                             "'; expected 'node-major' (or give 'list')");
+      return;
+    }
+    topo.setRanks(gpus, false);
+    return;
+  }
+  const YAML::Node *l = get(e, "list");
+  if (!l) {
+    topo.setRanks(gpus, false);
+    return;
+  }
+  std::vector<YAML::Node> items;
+  if (!asSeq(*l, "ranks.list", items))
+    return;
+  std::vector<int> order;
+  std::vector<int> seenAt(topo.devices().size(), -1);
+  bool ok = true;
+  for (const YAML::Node &item : items) {
+    std::string name;
+    if (!asScalar(item, "rank entry", name)) {
+      ok = false;
+      continue;
+    }
+    int d = topo.findDevice(name);
+    if (d < 0) {
+      error(textLoc(item), "ranks.list is not a permutation of the GPUs: '" +
+                               name + "' is not a device");
+      ok = false;
+      continue;
+    }
+    if (topo.device(d).kind != DeviceKind::Gpu) {
+      error(textLoc(item), "ranks.list is not a permutation of the GPUs: '" +
+                               name + "' is a " +
+                               deviceKindName(topo.device(d).kind) +
+                               ", not a GPU");
+      ok = false;
+      continue;
+    }
+    if (seenAt[d] >= 0) {
+      error(textLoc(item),
+            llvm::formatv("ranks.list is not a permutation of the GPUs: '{0}' "
+                          "appears twice (also rank {1})",
+                          name, seenAt[d])
+                .str());
+      ok = false;
+      continue;
+    }
+    seenAt[d] = static_cast<int>(order.size());
+    order.push_back(d);
+  }
+  std::vector<int> missing;
+  for (int g : gpus)
+    if (seenAt[g] < 0)
+      missing.push_back(g);
+  if (ok && !missing.empty()) {
+    std::string names;
+    for (size_t i = 0; i < missing.size() && i < 16; ++i)
+      names += (i ? ", " : "") + topo.device(missing[i]).name;
+    if (missing.size() > 16)
+      names += llvm::formatv(" and {0} more", missing.size() - 16).str();
+    error(*l, llvm::formatv("ranks.list is not a permutation of the GPUs: "
+                            "{0} GPU{1} missing: {2}",
+                            missing.size(), missing.size() == 1 ? " is" : "s are",
+                            names)
+                  .str());
+    ok = false;
+  }
+  topo.setRanks(ok ? order : gpus, ok);
+}
+
+//===----------------------------------------------------------------------===//
+// Scenarios
+//===----------------------------------------------------------------------===//
+
+bool Parser::parseScenarioOp(const YAML::Node &n, ScenarioOp &op) {
+  static const llvm::StringRef opKeys[] = {"fail", "scale", "set", "sweep",
+                                           "extends"};
+  Entries e;
+  if (!asMap(n, "scenario operation", e, opKeys))
+    return false;
+  op.loc = {locOf(n), lineText(locOf(n).line).str()};
+  if (e.size() != 1) {
+    if (!e.empty())
+      error(n, "a scenario operation has exactly one of 'fail', 'scale', "
+               "'set', 'sweep', 'extends'");
+    else if (n.size() == 0)
+      error(n, "empty scenario operation; expected one of 'fail', 'scale', "
+               "'set', 'sweep', 'extends'");
+    return false;
+  }
+  const Entry &x = e[0];
+  auto located = [&](const YAML::Node &v) {
+    SourceLoc l = textLoc(v);
+    return Located{l, lineText(l.line).str()};
+  };
+  if (x.key == "fail") {
+    op.kind = ScenarioOp::Fail;
+    if (!asScalar(x.value, "fail selector", op.selector))
+      return false;
+    op.selectorLoc = located(x.value);
+    if (auto err = checkSelectorSyntax(op.selector, /*isFail=*/true)) {
+      error(op.selectorLoc.loc, *err);
+      return false;
+    }
+    return true;
+  }
+  if (x.key == "extends") {
+    op.kind = ScenarioOp::Extends;
+    std::vector<YAML::Node> items;
+    if (x.value.IsScalar())
+      items.push_back(x.value);
+    else if (!asSeq(x.value, "'extends'", items))
+      return false;
+    for (const YAML::Node &i : items) {
+      std::string s;
+      if (!asScalar(i, "scenario name", s))
+        return false;
+      op.extends.push_back(s);
+      op.extendsLocs.push_back(located(i));
+    }
+    return true;
+  }
+  static const llvm::StringRef scaleKeys[] = {"links", "bandwidth", "latency"};
+  Entries f;
+  if (!asMap(x.value, "'" + x.key + "'", f, scaleKeys))
+    return false;
+  if (!required(f, x.value, "links", "'" + x.key + "'"))
+    return false;
+  if (!asScalar(*get(f, "links"), "links selector", op.selector))
+    return false;
+  op.selectorLoc = located(*get(f, "links"));
+  if (auto err = checkSelectorSyntax(op.selector, /*isFail=*/false)) {
+    error(op.selectorLoc.loc, *err);
+    return false;
+  }
+  const YAML::Node *bw = get(f, "bandwidth");
+  const YAML::Node *lat = get(f, "latency");
+  if (x.key == "sweep") {
+    op.kind = ScenarioOp::Sweep;
+    if (lat) {
+      error(*lat, "'sweep' varies 'bandwidth' only");
+      return false;
+    }
+    if (!required(f, x.value, "bandwidth", "'sweep'"))
+      return false;
+    std::vector<YAML::Node> items;
+    if (!asSeq(*bw, "sweep bandwidth values", items))
+      return false;
+    bool ok = true;
+    for (const YAML::Node &i : items) {
+      Quantity q;
+      if (quantity(i, QuantityKind::Bandwidth, "bandwidth", q))
+        op.sweepValues.push_back(q);
+      else
+        ok = false;
+    }
+    if (ok && op.sweepValues.empty()) {
+      error(*bw, "'sweep' needs at least one bandwidth value");
+      ok = false;
+    }
+    op.bandwidthLoc = located(*bw);
+    return ok;
+  }
+  if (!bw && !lat) {
+    error(x.value, "'" + x.key + "' needs 'bandwidth' or 'latency'");
+    return false;
+  }
+  bool isScale = x.key == "scale";
+  op.kind = isScale ? ScenarioOp::Scale : ScenarioOp::Set;
+  bool ok = true;
+  if (bw) {
+    Quantity q;
+    if (quantity(*bw, isScale ? QuantityKind::Factor : QuantityKind::Bandwidth,
+                 isScale ? "bandwidth factor" : "bandwidth", q, !isScale))
+      op.bandwidth = q;
+    else
+      ok = false;
+    op.bandwidthLoc = located(*bw);
+  }
+  if (lat) {
+    Quantity q;
+    if (isScale) {
+      // A latency factor may be zero.
+      std::string s;
+      if (asScalar(*lat, "latency factor", s)) {
+        auto pq = parseQuantity(s, QuantityKind::Factor, "latency factor");
+        if (!pq) {
+          error(textLoc(*lat), llvm::toString(pq.takeError()));
+          ok = false;
+        } else if (pq->value < 0) {
+          error(textLoc(*lat),
+                "latency factor must not be negative, got '" + s + "'");
+          ok = false;
+        } else {
+          op.latency = *pq;
+        }
+      } else {
+        ok = false;
+      }
+    } else if (quantity(*lat, QuantityKind::Time, "latency", q, true)) {
+      op.latency = q;
+    } else {
+      ok = false;
+    }
+    op.latencyLoc = located(*lat);
+  }
+  return ok;
+}
+
+void Parser::parseScenarios(const YAML::Node &n) {
+  Entries entries;
+  if (!asMap(n, "'scenarios'", entries, {}, /*checkKeys=*/false))
+    return;
+  auto &defs = topo.mutableScenarios();
+  for (const Entry &s : entries) {
+    ScenarioDef def;
+    def.name = s.key;
+    def.loc = {locOf(s.keyNode), lineText(locOf(s.keyNode).line).str()};
+    std::vector<YAML::Node> ops;
+    if (s.value.IsMap()) {
+      Entries e;
+      static const llvm::StringRef keys[] = {"extends", "ops"};
+      if (!asMap(s.value, "scenario '" + s.key + "'", e, keys))
+        continue;
+      bool ok = true;
+      if (const YAML::Node *ext = get(e, "extends")) {
+        ScenarioOp op;
+        YAML::Node wrapper;
+        op.kind = ScenarioOp::Extends;
+        op.loc = {locOf(*ext), lineText(locOf(*ext).line).str()};
+        std::vector<YAML::Node> items;
+        if (ext->IsScalar())
+          items.push_back(*ext);
+        else if (!asSeq(*ext, "'extends'", items))
+          ok = false;
+        for (const YAML::Node &i : items) {
+          std::string name;
+          if (!asScalar(i, "scenario name", name)) {
+            ok = false;
+            continue;
+          }
+          op.extends.push_back(name);
+          SourceLoc l = textLoc(i);
+          op.extendsLocs.push_back({l, lineText(l.line).str()});
+        }
+        def.ops.push_back(op);
+      }
+      if (const YAML::Node *o = get(e, "ops")) {
+        if (!asSeq(*o, "'ops'", ops))
+          ok = false;
+      }
+      if (!ok)
+        continue;
+    } else if (!asSeq(s.value, "scenario '" + s.key + "'", ops)) {
+      continue;
+    }
+    bool ok = true;
+    for (const YAML::Node &o : ops) {
+      ScenarioOp op;
+      if (parseScenarioOp(o, op))
+        def.ops.push_back(std::move(op));
+      else
+        ok = false;
+    }
+    if (ok)
+      defs.push_back(std::move(def));
+  }
+  // References between scenarios: names exist, no cycles.
+  std::vector<llvm::StringRef> names;
+  for (const Entry &s : entries)
+    names.push_back(s.key);
+  for (const ScenarioDef &d : defs)
+    for (const ScenarioOp &op : d.ops)
+      for (size_t i = 0; i < op.extends.size(); ++i)
+        if (!llvm::is_contained(names, op.extends[i])) {
+          std::string near = nearestMatch(op.extends[i], names);
+          error(op.extendsLocs[i].loc,
+                "unknown scenario '" + op.extends[i] + "' in 'extends'" +
+                    (near.empty() ? std::string()
+                                  : "; did you mean '" + near + "'?"));
+        }
+  if (auto cyc = findExtendsCycle(topo))
+    error(cyc->first, cyc->second);
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<Topology> Parser::run() {
+  YAML::Node root;
+  try {
+    root = YAML::Load(*source);
+  } catch (const YAML::Exception &e) {
+    SourceLoc l = locOf(e.mark);
+    if (!l.line)
+      l = {file, 1, 1};
+    error(l, "YAML syntax error: " + e.msg);
+    return diags.takeError();
+  }
+  if (!root.IsMap()) {
+    error(SourceLoc{file, 1, 1},
+          "expected a mapping at the top of the topology file (starting with "
+          "'schema: topocc/v1'), got " +
+              kindOf(root));
+    return diags.takeError();
+  }
+  static const llvm::StringRef keys[] = {
+      "schema", "name",  "description", "link_classes", "node_templates",
+      "nodes",  "fabric", "ranks",      "scenarios"};
+  Entries e;
+  asMap(root, "the topology", e, keys);
+  std::string schema, name, description;
+  if (const YAML::Node *s = get(e, "schema")) {
+    if (asScalar(*s, "schema", schema) && schema != kSchemaV1)
+      error(textLoc(*s), "unknown schema '" + schema + "'; expected '" +
+                             kSchemaV1 + "'");
+  } else {
+    error(SourceLoc{file, 1, 1},
+          "missing 'schema' key; expected 'schema: topocc/v1' at the top of "
+          "the file");
+  }
+  if (const YAML::Node *n = get(e, "name"))
+    asScalar(*n, "name", name);
+  if (const YAML::Node *n = get(e, "description"))
+    asScalar(*n, "description", description);
+  topo.setHeader(schema, name, description, file);
+
+  if (const YAML::Node *n = get(e, "link_classes"))
+    parseClasses(*n);
+  if (const YAML::Node *n = get(e, "node_templates"))
+    parseTemplates(*n);
+  if (const YAML::Node *n = get(e, "nodes"))
+    parseNodes(*n);
+  if (const YAML::Node *n = get(e, "fabric")) {
+    Entries f;
+    static const llvm::StringRef fabricKeys[] = {"gpus", "nics", "switches",
+                                                 "links"};
+    fabric = std::make_unique<Body>();
+    fabric->loc = locOf(*n);
+    if (asMap(*n, "'fabric'", f, fabricKeys))
+      parseBody(f, *fabric, true);
+  }
+  if (const YAML::Node *n = get(e, "scenarios"))
+    parseScenarios(*n);
+
+  if (!checkSizes())
+    return diags.takeError();
+  // Templates are checked even when no node uses them.
+  for (const std::string &t : templateOrder)
+    expandBody(*templates[t], false);
+  instantiateNodes();
+  addFabric();
+  topo.reindex();
+  parseRanks(get(e, "ranks"));
+  if (!diags.hasErrors()) {
+    if (topo.numRanks() == 0)
+      error(SourceLoc{file, 1, 1}, "the topology has no GPUs");
+    else
+      checkConnectivity(topo, diags);
+  }
+  if (errorCount > kMaxErrors)
+    diags.add(topo.diag(SourceLoc{file, 0, 0},
+                        llvm::formatv("too many errors ({0}); only the first "
+                                      "{1} are shown",
+                                      errorCount, kMaxErrors)
+                            .str()));
+  if (auto err = diags.takeError())
+    return err;
+  return std::move(topo);
+}
+
+} // namespace
+
+llvm::Expected<Topology> parseTopology(llvm::StringRef text,
+                                       llvm::StringRef fileName) {
+  try {
+    Parser p(text, fileName);
+    return p.run();
+  } catch (const YAML::Exception &e) {
+    SourceLoc l{fileName.str(),
+                e.mark.line >= 0 ? static_cast<unsigned>(e.mark.line + 1) : 0,
+                e.mark.column >= 0 ? static_cast<unsigned>(e.mark.column + 1)
+                                   : 0};
+    return makeDiagError(l, "YAML error: " + e.msg,
+                         sourceLineOf(text, l.line));
+  }
+}
+
+llvm::Expected<Topology> loadTopologyFile(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buf)
+    return makeUserError("cannot read topology file '" + path +
+                         "': " + buf.getError().message());
+  return parseTopology((*buf)->getBuffer(), path);
+}
+
+} // namespace topocc::topo

@@ -1,0 +1,34 @@
+//===- compiler/topology/TopologyParser.h - Read topology YAML -*- C++ -*-===//
+//
+// Reads the `topocc/v1` topology format (docs/TopologyFormat.md) with
+// yaml-cpp, expands templates and captures, and validates the result.
+// Stage: first stage of the compiler. yaml-cpp exceptions stop here.
+// Invariant: a returned Topology passed every check of TOPOLOGY_FORMAT.md
+// section 7; errors list every problem found, each with file:line:col.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYPARSER_H
+#define TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYPARSER_H
+
+#include "compiler/topology/Topology.h"
+
+namespace topocc::topo {
+
+/// A topology that would expand to more devices or more links than this is
+/// refused before anything is expanded.
+constexpr uint64_t kMaxDevices = 1000000;
+constexpr uint64_t kMaxLinks = 1000000;
+
+/// The schema string this parser reads.
+constexpr llvm::StringLiteral kSchemaV1 = "topocc/v1";
+
+/// Parses a topology file's text; `fileName` is used in diagnostics.
+llvm::Expected<Topology> parseTopology(llvm::StringRef text,
+                                       llvm::StringRef fileName);
+
+/// Reads and parses `path`; a missing or unreadable file is a user error.
+llvm::Expected<Topology> loadTopologyFile(llvm::StringRef path);
+
+} // namespace topocc::topo
+
+#endif // TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYPARSER_H

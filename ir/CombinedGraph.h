@@ -1,0 +1,61 @@
+//===- ir/CombinedGraph.h - The happens-before graph of a schedule -*- C++ -*-===//
+//
+// The combined graph the verifier and the semantics share: one node per op of
+// every rank; edges for same-rank deps, program order inside a threadblock
+// (from ThreadblocksAssigned on) and send -> receive of each message. Also the
+// in-place aliasing of buffer slots. Stage: any.
+// REQUIRES: nothing; out-of-range deps and unmatched messages add no edge.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_IR_COMBINEDGRAPH_H
+#define TOPOCC_IR_COMBINEDGRAPH_H
+
+#include "ir/Schedule.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace topocc::ir {
+
+struct CombinedGraph {
+  /// Node of (rank r, op i) is rankBase[r] + i; rankBase has numRanks + 1
+  /// entries.
+  std::vector<uint32_t> rankBase;
+  /// Successors and predecessors in CSR form.
+  std::vector<uint32_t> succStart, succ, predStart, pred;
+
+  uint32_t numNodes() const { return rankBase.empty() ? 0 : rankBase.back(); }
+  uint32_t node(RankId r, OpId i) const { return rankBase[r] + i; }
+  RankId rankOf(uint32_t n) const;
+  OpId opOf(uint32_t n) const { return n - rankBase[rankOf(n)]; }
+};
+
+CombinedGraph buildCombinedGraph(const Schedule &s);
+
+/// A topological order (Kahn's algorithm, FIFO, deterministic). Returns false
+/// when the graph has a cycle; `order` then holds the nodes that could be
+/// ordered.
+bool topologicalOrder(const CombinedGraph &g, std::vector<uint32_t> &order);
+
+/// One cycle, in edge order, among the nodes that `order` (a partial order
+/// from topologicalOrder) misses. Iterative.
+std::vector<uint32_t> findCycle(const CombinedGraph &g,
+                                const std::vector<uint32_t> &order);
+
+/// A buffer slot after in-place aliasing is resolved (MSCCL_XML.md 2.6).
+struct CanonicalSlot {
+  BufferKind buffer;
+  int64_t chunk;
+};
+CanonicalSlot canonicalSlot(const Schedule &s, RankId r, BufferKind b,
+                            int64_t chunk);
+/// A dense key for (rank, canonical slot); chunk must be in [0, 2^32).
+inline uint64_t slotKey(RankId r, CanonicalSlot c) {
+  return (static_cast<uint64_t>(r) << 34) |
+         (static_cast<uint64_t>(c.buffer) << 32) |
+         static_cast<uint64_t>(c.chunk & 0xffffffffu);
+}
+
+} // namespace topocc::ir
+
+#endif // TOPOCC_IR_COMBINEDGRAPH_H

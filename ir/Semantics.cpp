@@ -1,0 +1,335 @@
+//===- ir/Semantics.cpp - Symbolic execution of a schedule ----------------===//
+//
+// Every (rank, buffer, chunk) slot holds a linear combination of input chunks.
+// Slots are keyed after in-place aliasing (ir/CombinedGraph.h), so an
+// in-place schedule reads and writes one value through either buffer name.
+// Ops run in a topological order of the combined graph; a message's value is
+// captured when its sending op runs. A slot never written (and not an input)
+// is "undefined", and anything computed from it stays undefined.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Semantics.h"
+
+#include "ir/CombinedGraph.h"
+#include "ir/PrinterUtil.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace topocc::ir {
+
+namespace {
+
+SymValue undefined() { return SymValue{}; }
+
+SymValue inputChunk(RankId r, int32_t c) {
+  return SymValue{{Term{r, c, 1.0}}, false};
+}
+
+/// a*x + b*y; undefined when an operand with a nonzero weight is undefined.
+SymValue combine(double a, const SymValue &x, double b, const SymValue &y) {
+  if ((a != 0.0 && x.isUndefined) || (b != 0.0 && y.isUndefined))
+    return undefined();
+  SymValue out;
+  out.isUndefined = false;
+  auto key = [](const Term &t) { return std::make_pair(t.rank, t.chunk); };
+  size_t i = 0, j = 0;
+  const std::vector<Term> &xs = x.terms, &ys = y.terms;
+  auto push = [&](RankId r, int32_t c, double v) {
+    if (v != 0.0)
+      out.terms.push_back(Term{r, c, v});
+  };
+  while (i < xs.size() || j < ys.size()) {
+    if (j == ys.size() || (i < xs.size() && key(xs[i]) < key(ys[j]))) {
+      if (a != 0.0)
+        push(xs[i].rank, xs[i].chunk, a * xs[i].coeff);
+      ++i;
+    } else if (i == xs.size() || key(ys[j]) < key(xs[i])) {
+      if (b != 0.0)
+        push(ys[j].rank, ys[j].chunk, b * ys[j].coeff);
+      ++j;
+    } else {
+      push(xs[i].rank, xs[i].chunk, a * xs[i].coeff + b * ys[j].coeff);
+      ++i;
+      ++j;
+    }
+  }
+  return out;
+}
+
+SymValue scale(double a, const SymValue &x) {
+  return combine(a, x, 0.0, SymValue{{}, false});
+}
+
+class Executor {
+public:
+  explicit Executor(const Schedule &s) : s(s) {}
+  llvm::Expected<SymbolicResult> run();
+
+private:
+  const Schedule &s;
+  llvm::DenseMap<uint64_t, SymValue> slots;
+  llvm::DenseMap<MsgId, std::vector<SymValue>> messages;
+
+  uint64_t key(RankId r, BufferKind b, int64_t chunk) const {
+    return slotKey(r, canonicalSlot(s, r, b, chunk));
+  }
+  SymValue read(RankId r, BufferKind b, int64_t chunk) const {
+    auto it = slots.find(key(r, b, chunk));
+    return it == slots.end() ? undefined() : it->second;
+  }
+  void write(RankId r, BufferKind b, int64_t chunk, SymValue v) {
+    slots[key(r, b, chunk)] = std::move(v);
+  }
+  std::vector<SymValue> readRef(RankId r, const BufferRef &ref) const {
+    std::vector<SymValue> vals;
+    for (int32_t i = 0; i < ref.count; ++i)
+      vals.push_back(read(r, ref.buffer, int64_t(ref.chunk) + i));
+    return vals;
+  }
+  void writeRef(RankId r, const BufferRef &ref, std::vector<SymValue> vals) {
+    for (int32_t i = 0; i < ref.count; ++i)
+      write(r, ref.buffer, int64_t(ref.chunk) + i,
+            i < int32_t(vals.size()) ? std::move(vals[i]) : undefined());
+  }
+  llvm::Error step(RankId r, OpId id, const Op &op);
+};
+
+llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
+  unsigned f = opFlags(op.kind);
+  std::vector<SymValue> result;
+  if (f & OF_RV) {
+    auto it = messages.find(op.recvMsg);
+    if (it == messages.end())
+      return makeInternalError("semantics: rank " + llvm::Twine(r) + " %" +
+                               llvm::Twine(id) + " receives message " +
+                               llvm::Twine(op.recvMsg) +
+                               ", which was never sent");
+    std::vector<SymValue> msg = std::move(it->second);
+    messages.erase(it);
+    int32_t n = op.wireCount();
+    msg.resize(std::max<size_t>(msg.size(), std::max(0, n)), undefined());
+    if (f & OF_RE) {
+      std::vector<SymValue> local = readRef(r, op.src);
+      for (int32_t i = 0; i < n; ++i)
+        result.push_back(combine(op.localCoeff,
+                                 i < int32_t(local.size()) ? local[i]
+                                                           : undefined(),
+                                 op.msgCoeff, msg[i]));
+    } else {
+      for (int32_t i = 0; i < n; ++i)
+        result.push_back(scale(op.msgCoeff, msg[i]));
+    }
+    if (f & OF_WD)
+      writeRef(r, op.dst, result);
+    if (f & OF_SN)
+      messages[op.sendMsg] = std::move(result);
+    return llvm::Error::success();
+  }
+  switch (op.kind) {
+  case OpKind::Send:
+    messages[op.sendMsg] = readRef(r, op.src);
+    break;
+  case OpKind::Copy:
+    writeRef(r, op.dst, readRef(r, op.src));
+    break;
+  case OpKind::Reduce: {
+    std::vector<SymValue> d = readRef(r, op.dst), v = readRef(r, op.src);
+    for (size_t i = 0; i < d.size(); ++i)
+      d[i] = combine(1.0, d[i], 1.0, i < v.size() ? v[i] : undefined());
+    writeRef(r, op.dst, std::move(d));
+    break;
+  }
+  case OpKind::LinComb: {
+    std::vector<SymValue> acc(std::max(0, op.dst.count), SymValue{{}, false});
+    for (const LinTerm &t : op.terms) {
+      std::vector<SymValue> v = readRef(r, t.src);
+      for (size_t i = 0; i < acc.size(); ++i)
+        acc[i] = combine(1.0, acc[i], t.coeff,
+                         i < v.size() ? v[i] : undefined());
+    }
+    writeRef(r, op.dst, std::move(acc));
+    break;
+  }
+  default:
+    break;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<SymbolicResult> Executor::run() {
+  if (s.numRanks < 0 || static_cast<size_t>(s.numRanks) != s.ranks.size())
+    return makeInternalError("semantics: ranks=" + llvm::Twine(s.numRanks) +
+                             " but the schedule has " +
+                             llvm::Twine(s.ranks.size()) + " rank programs");
+  for (RankId r = 0; r < s.numRanks; ++r)
+    for (int32_t c = 0; c < s.nominalInputChunks(); ++c)
+      write(r, BufferKind::Input, c, inputChunk(r, c));
+
+  CombinedGraph g = buildCombinedGraph(s);
+  std::vector<uint32_t> order;
+  if (!topologicalOrder(g, order))
+    return makeInternalError(
+        "semantics: the schedule has a dependency cycle");
+  for (uint32_t v : order) {
+    RankId r = g.rankOf(v);
+    OpId id = g.opOf(v);
+    if (auto err = step(r, id, s.ranks[r].ops[id]))
+      return err;
+  }
+  SymbolicResult res;
+  res.output.resize(s.numRanks);
+  for (RankId r = 0; r < s.numRanks; ++r)
+    for (int32_t c = 0; c < s.nominalOutputChunks(); ++c)
+      res.output[r].push_back(read(r, BufferKind::Output, c));
+  return res;
+}
+
+SymValue sumOver(const Schedule &s, int32_t chunk) {
+  SymValue v{{}, false};
+  for (RankId q = 0; q < s.numRanks; ++q)
+    v.terms.push_back(Term{q, chunk, 1.0});
+  return v;
+}
+
+/// Whether the postcondition constrains out[rank][*] at all.
+bool isConstrained(const Schedule &s, RankId rank) {
+  return s.collective != Collective::Reduce || rank == s.root;
+}
+
+double maxDifference(const SymValue &a, const SymValue &b) {
+  if (a.isUndefined || b.isUndefined)
+    return a.isUndefined == b.isUndefined ? 0.0 : INFINITY;
+  SymValue d = combine(1.0, a, -1.0, b);
+  double m = 0.0;
+  for (const Term &t : d.terms)
+    m = std::max(m, std::fabs(t.coeff));
+  return m;
+}
+
+} // namespace
+
+llvm::Expected<SymbolicResult> execute(const Schedule &s) {
+  return Executor(s).run();
+}
+
+SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk) {
+  int32_t per = s.numRanks > 0 ? s.chunksPerLoop / s.numRanks : 0;
+  switch (s.collective) {
+  case Collective::AllReduce:
+    return sumOver(s, chunk);
+  case Collective::AllGather:
+    if (per <= 0)
+      return undefined();
+    return inputChunk(chunk / per, chunk % per);
+  case Collective::ReduceScatter:
+    return sumOver(s, rank * per + chunk);
+  case Collective::Broadcast:
+    return inputChunk(s.root, chunk);
+  case Collective::Reduce:
+    return rank == s.root ? sumOver(s, chunk) : undefined();
+  case Collective::AllToAll:
+    if (per <= 0)
+      return undefined();
+    return inputChunk(chunk / per, rank * per + chunk % per);
+  }
+  return undefined();
+}
+
+bool valuesMatch(const SymValue &got, const SymValue &want, double tolerance) {
+  double d = maxDifference(got, want);
+  return d <= tolerance;
+}
+
+std::vector<double> outputError(const Schedule &s, const SymbolicResult &r) {
+  std::vector<double> err(r.output.size(), 0.0);
+  for (size_t q = 0; q < r.output.size(); ++q) {
+    if (!isConstrained(s, static_cast<RankId>(q)))
+      continue;
+    for (size_t c = 0; c < r.output[q].size(); ++c)
+      err[q] = std::max(
+          err[q], maxDifference(r.output[q][c],
+                                expectedOutput(s, static_cast<RankId>(q),
+                                               static_cast<int32_t>(c))));
+  }
+  return err;
+}
+
+std::vector<WrongOutput> findWrongOutputs(const Schedule &s,
+                                          const SymbolicResult &r,
+                                          double tolerance) {
+  std::vector<WrongOutput> wrong;
+  for (size_t q = 0; q < r.output.size(); ++q) {
+    if (!isConstrained(s, static_cast<RankId>(q)))
+      continue;
+    for (size_t c = 0; c < r.output[q].size(); ++c) {
+      SymValue want = expectedOutput(s, static_cast<RankId>(q),
+                                     static_cast<int32_t>(c));
+      if (!valuesMatch(r.output[q][c], want, tolerance))
+        wrong.push_back(WrongOutput{static_cast<RankId>(q),
+                                    static_cast<int32_t>(c), r.output[q][c],
+                                    std::move(want)});
+    }
+  }
+  return wrong;
+}
+
+std::string describeWrongOutput(const WrongOutput &w) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "rank " << w.rank << " out[" << w.chunk
+     << "]: got " << formatValue(w.got) << ", expected "
+     << formatValue(w.expected);
+  os.flush();
+  return out;
+}
+
+llvm::Error checkPostcondition(const Schedule &s, double tolerance) {
+  auto res = execute(s);
+  if (!res)
+    return res.takeError();
+  std::vector<WrongOutput> wrong = findWrongOutputs(s, *res, tolerance);
+  if (wrong.empty())
+    return llvm::Error::success();
+  constexpr size_t kShown = 5;
+  std::string msg = "schedule @" + s.name + " does not compute " +
+                    collectiveName(s.collective).str() + ":";
+  for (size_t i = 0; i < wrong.size() && i < kShown; ++i)
+    msg += "\n  " + describeWrongOutput(wrong[i]);
+  if (wrong.size() > kShown)
+    msg += "\n  (and " + std::to_string(wrong.size() - kShown) +
+           " more wrong output chunks)";
+  return makeUserError(msg);
+}
+
+std::string formatValue(const SymValue &v) {
+  if (v.isUndefined)
+    return "undef";
+  if (v.terms.empty())
+    return "0";
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  for (size_t i = 0; i < v.terms.size(); ++i) {
+    const Term &t = v.terms[i];
+    double c = t.coeff;
+    if (i > 0) {
+      os << (c < 0 ? " - " : " + ");
+      c = std::fabs(c);
+    } else if (c == -1.0) {
+      os << '-';
+      c = 1.0;
+    }
+    if (c != 1.0)
+      os << formatDouble(c) << '*';
+    os << 'r' << t.rank << '[' << t.chunk << ']';
+  }
+  os.flush();
+  return out;
+}
+
+} // namespace topocc::ir

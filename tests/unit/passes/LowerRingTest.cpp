@@ -1,0 +1,152 @@
+//===- tests/unit/passes/LowerRingTest.cpp - Ring lowering ----------------===//
+
+#include "compiler/passes/LowerRing.h"
+
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+#include "gtest/gtest.h"
+
+using namespace topocc;
+using namespace topocc::ir;
+using topocc::passes::lowerRing;
+using topocc::passes::RingOptions;
+
+namespace {
+
+std::string errorText(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+RingOptions opts(Collective c, int n, int channels = 1, int chunks = 1,
+                 bool inplace = false) {
+  RingOptions o;
+  o.collective = c;
+  o.numRanks = n;
+  o.channels = channels;
+  o.chunks = chunks;
+  o.inplace = inplace;
+  return o;
+}
+
+TEST(LowerRingTest, AllReduceLayoutAndSizes) {
+  auto s = lowerRing(opts(Collective::AllReduce, 4, 2, 3, false));
+  ASSERT_TRUE(bool(s)) << errorText(s.takeError());
+  EXPECT_EQ(s->stage, Stage::Lowered);
+  EXPECT_EQ(s->chunksPerLoop, 4 * 2 * 3);
+  EXPECT_EQ(s->numRanks, 4);
+  for (const RankProgram &rp : s->ranks) {
+    EXPECT_EQ(rp.inputChunks, 24);
+    EXPECT_EQ(rp.outputChunks, 24);
+    for (const Op &op : rp.ops) {
+      EXPECT_EQ(op.channel, kNone);
+      EXPECT_EQ(op.threadblock, kNone);
+      EXPECT_TRUE(op.kind == OpKind::Send || op.kind == OpKind::Recv ||
+                  op.kind == OpKind::Reduce || op.kind == OpKind::Copy)
+          << mnemonic(op.kind);
+    }
+  }
+  // 2 channels x 3 chunks x (2N-2) hops x N senders.
+  EXPECT_EQ(s->numMessages(), 2 * 3 * 6 * 4);
+  EXPECT_FALSE(bool(verifySchedule(*s)));
+}
+
+TEST(LowerRingTest, BufferSizesPerCollectiveAndMode) {
+  struct Case {
+    Collective c;
+    bool inplace;
+    int in, out;
+  } cases[] = {
+      {Collective::AllReduce, true, 8, 0},
+      {Collective::AllGather, false, 2, 8},
+      {Collective::AllGather, true, 0, 8},
+      {Collective::ReduceScatter, false, 8, 2},
+      {Collective::ReduceScatter, true, 8, 0},
+  };
+  for (const Case &c : cases) {
+    auto s = lowerRing(opts(c.c, 4, 2, 1, c.inplace));
+    ASSERT_TRUE(bool(s)) << errorText(s.takeError());
+    EXPECT_EQ(s->chunksPerLoop, 8);
+    EXPECT_EQ(s->ranks[1].inputChunks, c.in) << collectiveName(c.c);
+    EXPECT_EQ(s->ranks[1].outputChunks, c.out) << collectiveName(c.c);
+    EXPECT_FALSE(bool(verifySchedule(*s))) << scheduleToString(*s);
+  }
+}
+
+TEST(LowerRingTest, InPlaceAddressesOnlyTheAliasedBuffer) {
+  auto ar = lowerRing(opts(Collective::AllReduce, 3, 1, 2, true));
+  auto ag = lowerRing(opts(Collective::AllGather, 3, 1, 2, true));
+  ASSERT_TRUE(ar && ag);
+  for (const RankProgram &rp : ar->ranks)
+    for (const Op &op : rp.ops)
+      for (const BufferRef *b : {&op.src, &op.dst})
+        EXPECT_TRUE(!b->isUsed() || b->buffer != BufferKind::Output);
+  for (const RankProgram &rp : ag->ranks)
+    for (const Op &op : rp.ops)
+      for (const BufferRef *b : {&op.src, &op.dst})
+        EXPECT_TRUE(!b->isUsed() || b->buffer == BufferKind::Output);
+}
+
+TEST(LowerRingTest, CustomRingOrderFollowsTheRing) {
+  RingOptions o = opts(Collective::AllGather, 4);
+  o.ringOrder = {0, 3, 2, 1};
+  auto s = lowerRing(o);
+  ASSERT_TRUE(bool(s)) << errorText(s.takeError());
+  // Rank 0 sends to 3 and receives from 1.
+  for (const Op &op : s->ranks[0].ops) {
+    if (sends(op.kind))
+      EXPECT_EQ(op.sendPeer, 3);
+    if (receives(op.kind))
+      EXPECT_EQ(op.recvPeer, 1);
+  }
+  EXPECT_FALSE(bool(verifySchedule(*s)));
+}
+
+TEST(LowerRingTest, EachChannelIsOneChainPerRank) {
+  auto s = lowerRing(opts(Collective::ReduceScatter, 3, 2, 2));
+  ASSERT_TRUE(bool(s));
+  for (const RankProgram &rp : s->ranks) {
+    int starts = 0;
+    for (size_t i = 0; i < rp.ops.size(); ++i) {
+      if (rp.ops[i].deps.empty())
+        ++starts;
+      else
+        EXPECT_EQ(rp.ops[i].deps, std::vector<OpId>{OpId(i - 1)});
+    }
+    EXPECT_EQ(starts, 2);
+  }
+}
+
+TEST(LowerRingTest, RingOrderErrorsListEveryProblem) {
+  RingOptions o = opts(Collective::AllReduce, 4);
+  o.ringOrder = {0, 3, 3, 7};
+  auto s = lowerRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "invalid ring order '0,3,3,7': expected a permutation of 0..3; "
+            "rank 3 appears more than once; rank 7 is out of range 0..3; "
+            "ranks 1, 2 are missing");
+  o.ringOrder = {0, 1, 2};
+  s = lowerRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "invalid ring order '0,1,2': expected a permutation of 0..3; it "
+            "has 3 entries, expected 4; rank 3 is missing");
+}
+
+TEST(LowerRingTest, RejectsBadRequests) {
+  auto s = lowerRing(opts(Collective::Broadcast, 4));
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "the ring algorithm supports allreduce, allgather and "
+            "reducescatter, not broadcast");
+  s = lowerRing(opts(Collective::AllReduce, 1));
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "a ring needs at least 2 ranks, the topology has 1");
+  s = lowerRing(opts(Collective::AllReduce, 4, 33, 0));
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "--channels must be between 1 and 32 (MSCCL channels), got 33\n"
+            "--chunks must be at least 1, got 0");
+}
+
+} // namespace

@@ -1,0 +1,236 @@
+//===- tests/unit/passes/PipelineTest.cpp - compile() end to end ----------===//
+//
+// The property test: ring lowering through the whole pipeline verifies
+// (structure, deadlock freedom, races, semantics) for every configuration
+// that fits MSCCL's step limit, and every configuration that does not fails
+// with the clear limit error. Plus mutation testing of lowered and legalized
+// schedules, the logger and --run-pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipeline.h"
+
+#include "compiler/passes/LowerRing.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "support/Diagnostics.h"
+#include "tests/unit/ir/Mutations.h"
+
+#include "gtest/gtest.h"
+
+#include <map>
+
+using namespace topocc;
+using namespace topocc::ir;
+
+namespace {
+
+/// Steps per threadblock of a legalized ring (one threadblock per channel).
+int ringSteps(Collective c, int n, int chunks, bool inplace) {
+  switch (c) {
+  case Collective::AllReduce:
+    return chunks * (2 * n - 1);
+  case Collective::AllGather:
+    return chunks * n + (inplace ? 0 : 1); // + the local copy
+  default:
+    return chunks * n;
+  }
+}
+
+CompileRequest request(Collective c, int channels, int chunks, bool inplace) {
+  CompileRequest req;
+  req.collective = c;
+  req.channels = channels;
+  req.chunks = chunks;
+  req.inplace = inplace;
+  return req;
+}
+
+const Collective kCollectives[] = {Collective::AllReduce, Collective::AllGather,
+                                   Collective::ReduceScatter};
+
+TEST(PipelinePropertyTest, RingVerifiesOrFailsWithTheLimitError) {
+  int fitted = 0, refused = 0;
+  for (int n = 2; n <= 32; ++n)
+    for (Collective c : kCollectives)
+      for (int inplace = 0; inplace < 2; ++inplace)
+        for (int chunks = 1; chunks <= 4; ++chunks)
+          for (int channels = 1; channels <= 4; ++channels) {
+            int steps = ringSteps(c, n, chunks, inplace);
+            // Channels do not change the steps per threadblock: one refused
+            // configuration per (n, collective, mode, chunks) is enough.
+            if (steps > 64 && channels > 1)
+              continue;
+            SCOPED_TRACE(llvm::formatv("n={0} {1} channels={2} chunks={3} {4}",
+                                       n, collectiveName(c), channels, chunks,
+                                       inplace ? "inplace" : "outofplace")
+                             .str());
+            PassLogger log;
+            auto plan = compile(n, request(c, channels, chunks, inplace), log);
+            if (steps > 64) {
+              ASSERT_FALSE(bool(plan));
+              std::string msg = llvm::toString(plan.takeError());
+              EXPECT_EQ(msg.rfind(llvm::formatv("rank 0 threadblock 0 (channel "
+                                                "0) needs {0} steps, more than "
+                                                "the limit of 64",
+                                                steps)
+                                      .str(),
+                                  0),
+                        0u)
+                  << msg;
+              EXPECT_NE(msg.find("--chunks"), std::string::npos);
+              EXPECT_NE(msg.find("--max-steps"), std::string::npos);
+              ++refused;
+              continue;
+            }
+            ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+            const Schedule &s = plan->schedule;
+            EXPECT_EQ(s.stage, Stage::Legalized);
+            EXPECT_EQ(s.numChannels, channels);
+            EXPECT_EQ(s.chunksPerLoop, n * channels * chunks);
+            // compile() verified already; check it independently once more.
+            EXPECT_FALSE(bool(verifySchedule(s)));
+            for (const RankProgram &rp : s.ranks) {
+              std::map<TbId, int> perTb;
+              for (const Op &op : rp.ops)
+                ++perTb[op.threadblock];
+              ASSERT_EQ(perTb.size(), size_t(channels));
+              for (auto [tb, count] : perTb)
+                EXPECT_EQ(count, steps);
+            }
+            ++fitted;
+          }
+  EXPECT_GT(fitted, 600);
+  EXPECT_GT(refused, 100);
+}
+
+TEST(PipelineTest, VerifyEachAndCustomRing) {
+  CompileRequest req = request(Collective::AllReduce, 2, 2, false);
+  req.verifyEach = true;
+  req.ringOrder = {0, 2, 4, 6, 7, 5, 3, 1};
+  PassLogger log;
+  auto plan = compile(8, req, log);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  EXPECT_EQ(plan->algorithm, "ring");
+}
+
+TEST(PipelineTest, UserErrorsPassThrough) {
+  PassLogger log;
+  CompileRequest req = request(Collective::AllReduce, 1, 1, false);
+  req.ringOrder = {1, 0, 0};
+  auto plan = compile(3, req, log);
+  ASSERT_FALSE(bool(plan));
+  EXPECT_EQ(llvm::toString(plan.takeError()),
+            "invalid ring order '1,0,0': expected a permutation of 0..2; rank "
+            "0 appears more than once; rank 2 is missing");
+  req = request(Collective::AllReduce, 1, 1, false);
+  req.algorithm = "trees";
+  plan = compile(3, req, log);
+  ASSERT_FALSE(bool(plan));
+  EXPECT_EQ(llvm::toString(plan.takeError()),
+            "unknown --algorithm 'trees'; expected 'ring'");
+  req.algorithm = "ring";
+  req.proto = "simple";
+  plan = compile(3, req, log);
+  ASSERT_FALSE(bool(plan));
+  EXPECT_EQ(llvm::toString(plan.takeError()),
+            "unknown --proto 'simple'; expected 'Simple', 'LL' or 'LL128'");
+}
+
+TEST(PipelineTest, LoggerPrintsAfterEachPassAndTimes) {
+  std::string ir, times;
+  llvm::raw_string_ostream irOs(ir), timesOs(times);
+  PassLogger log(&irOs, /*printAfterAll=*/true, /*timePasses=*/true);
+  auto plan = compile(3, request(Collective::AllGather, 1, 1, true), log);
+  ASSERT_TRUE(bool(plan));
+  log.printTimings(timesOs);
+  irOs.flush();
+  timesOs.flush();
+  std::vector<std::string> order;
+  for (const auto &[name, secs] : log.timings())
+    order.push_back(name);
+  EXPECT_EQ(order, (std::vector<std::string>{
+                       "lower-ring", "fuse", "assign-channels",
+                       "assign-threadblocks", "legalize-dependencies"}));
+  size_t at = 0;
+  for (const std::string &pass : order) {
+    at = ir.find("// *** IR Dump After " + pass + " ***\nschedule @", at);
+    EXPECT_NE(at, std::string::npos) << pass;
+  }
+  EXPECT_NE(times.find("legalize-dependencies"), std::string::npos);
+  EXPECT_NE(times.find("total"), std::string::npos);
+  // Nothing is printed unless asked.
+  PassLogger quiet;
+  ASSERT_TRUE(bool(compile(3, request(Collective::AllGather, 1, 1, true), quiet)));
+  EXPECT_TRUE(quiet.timings().empty());
+}
+
+TEST(PipelineTest, RunSinglePassMatchesThePipeline) {
+  passes::RingOptions o;
+  o.collective = Collective::ReduceScatter;
+  o.numRanks = 4;
+  o.channels = 2;
+  auto lowered = passes::lowerRing(o);
+  ASSERT_TRUE(bool(lowered));
+  // Through the textual form, as --run-pass --input-ir does.
+  auto parsed = parseSchedule(scheduleToString(*lowered), "lowered.ir");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  Schedule s = std::move(*parsed);
+  CompileRequest req = request(o.collective, 2, 1, false);
+  PassLogger log;
+  for (llvm::StringRef pass : passNames()) {
+    auto next = runSinglePass(pass, std::move(s), req, log);
+    ASSERT_TRUE(bool(next)) << pass.str() << ": "
+                            << llvm::toString(next.takeError());
+    s = std::move(*next);
+  }
+  auto plan = compile(4, req, log);
+  ASSERT_TRUE(bool(plan));
+  plan->schedule.name = s.name;
+  EXPECT_EQ(scheduleToString(s), scheduleToString(plan->schedule));
+}
+
+TEST(PipelineTest, RunSinglePassChecksNameAndStage) {
+  PassLogger log;
+  CompileRequest req;
+  auto s = passes::lowerRing({Collective::AllReduce, 3, 1, 1, {}, false, ""});
+  ASSERT_TRUE(bool(s));
+  auto r = runSinglePass("fuze", *s, req, log);
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "unknown pass 'fuze'; did you mean 'fuse'? (passes: fuse, "
+            "assign-channels, assign-threadblocks, legalize-dependencies)");
+  r = runSinglePass("legalize-dependencies", *s, req, log);
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "pass 'legalize-dependencies' expects a schedule at stage "
+            "'threadblocks', the input is at stage 'lowered'");
+  // An invalid input is the user's problem, not the pass's.
+  Schedule broken = *s;
+  broken.ranks[0].ops.pop_back();
+  r = runSinglePass("fuse", broken, req, log);
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()).rfind("the input schedule is invalid:", 0),
+            0u);
+}
+
+TEST(PipelineMutationTest, LoweredAndLegalizedRingsRejectBrokenMutants) {
+  for (Collective c : kCollectives)
+    for (int inplace = 0; inplace < 2; ++inplace) {
+      SCOPED_TRACE(std::string(collectiveName(c)) +
+                   (inplace ? " inplace" : " outofplace"));
+      passes::RingOptions o{c, 3, 2, 2, {}, bool(inplace), ""};
+      auto lowered = passes::lowerRing(o);
+      ASSERT_TRUE(bool(lowered));
+      auto stats = ir::testing::expectMutantsRejected(*lowered);
+      EXPECT_GT(stats.rejected, 0u);
+      PassLogger log;
+      auto plan = compile(3, request(c, 2, 2, inplace), log);
+      ASSERT_TRUE(bool(plan));
+      stats = ir::testing::expectMutantsRejected(plan->schedule);
+      EXPECT_GT(stats.rejected, 0u);
+    }
+}
+
+} // namespace
