@@ -36,26 +36,25 @@ bool oneOf(std::initializer_list<llvm::StringRef> set, llvm::StringRef x) {
 }
 
 bool isNewColl(llvm::StringRef c) {
-  return oneOf(
-      {"allreduce", "allgather", "reducescatter", "alltoall", "alltoallv",
-       "broadcast", "reduce", "send", "recv", "gather", "scatter"},
-      c);
+  return oneOf({"allreduce", "allgather", "reducescatter", "alltoall",
+                "alltoallv", "broadcast", "reduce", "send", "recv", "gather",
+                "scatter"},
+               c);
 }
 
 /// Integer attributes per element name (the executor reads them with strtol).
 bool isIntAttr(llvm::StringRef elem, llvm::StringRef key) {
   if (elem == "algo")
-    return oneOf({"nchunksperloop", "nchannels", "ngpus",
-                               "minBytes", "maxBytes", "inplace",
-                               "outofplace", "nthreads"},
-                              key);
+    return oneOf({"nchunksperloop", "nchannels", "ngpus", "minBytes",
+                  "maxBytes", "inplace", "outofplace", "nthreads"},
+                 key);
   if (elem == "gpu")
     return oneOf({"id", "i_chunks", "o_chunks", "s_chunks"}, key);
   if (elem == "tb")
     return oneOf({"id", "send", "recv", "chan"}, key);
   if (elem == "step")
-    return oneOf(
-        {"s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"}, key);
+    return oneOf({"s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"},
+                 key);
   return false;
 }
 
@@ -114,6 +113,8 @@ void Checker::checkHygiene() {
                       "only",
                       nonAscii));
 
+  size_t extraSpaces = 0;
+  SourceLoc firstExtraSpace;
   for (const XmlElement &el : doc.elements) {
     if (el.attrs.size() > kMscclMaxAttrs)
       err(el.attrs[kMscclMaxAttrs].loc,
@@ -122,17 +123,12 @@ void Checker::checkHygiene() {
                         "first {2} and ignores the rest",
                         el.name, el.attrs.size(), kMscclMaxAttrs));
     llvm::StringSet<> seen;
-    bool emptyWarned = false;
     for (const XmlAttr &a : el.attrs) {
       if (a.key.empty() && !a.hasValue) {
         // " />" and " >" (ElementTree output) are fine; warn on two spaces
         // between attributes.
-        bool between = &a != &el.attrs.back();
-        if (between && !emptyWarned)
-          warn(a.loc, "rule 11: an extra space before this point makes an "
-                      "empty attribute slot; it is ignored but counts toward "
-                      "the 16-attribute limit");
-        emptyWarned |= between;
+        if (&a != &el.attrs.back() && !extraSpaces++)
+          firstExtraSpace = a.loc;
         continue;
       }
       if (!a.hasValue) {
@@ -158,11 +154,11 @@ void Checker::checkHygiene() {
         bool fits = false;
         if (plain) {
           long long x = 0;
-          fits = !llvm::StringRef(a.value).getAsInteger(10, x) &&
-                 (el.name == "algo" &&
-                          (a.key == "minBytes" || a.key == "maxBytes")
-                      ? true
-                      : (x >= INT32_MIN && x <= INT32_MAX));
+          fits =
+              !llvm::StringRef(a.value).getAsInteger(10, x) &&
+              (el.name == "algo" && (a.key == "minBytes" || a.key == "maxBytes")
+                   ? true
+                   : (x >= INT32_MIN && x <= INT32_MAX));
         }
         if (!plain)
           err(a.valueLoc,
@@ -180,6 +176,13 @@ void Checker::checkHygiene() {
       }
     }
   }
+  if (extraSpaces)
+    warn(firstExtraSpace,
+         llvm::formatv("lexical (2.1): {0} place(s) with two spaces between "
+                       "attributes; each extra space is an empty attribute "
+                       "slot, ignored but counted toward the 16-attribute "
+                       "limit (the first is here)",
+                       extraSpaces));
 }
 
 //===----------------------------------------------------------------------===//
@@ -239,8 +242,8 @@ void Checker::checkLoadAlgo(const MscclAlgo &a) {
     err(at(el, "nchannels"),
         llvm::formatv("rule 1: nchannels={0} must lie in 1..32", a.nchannels));
   if (a.ngpus < 1)
-    err(at(el, "ngpus"), llvm::formatv("rule 4: ngpus={0} must be at least 1",
-                                       a.ngpus));
+    err(at(el, "ngpus"),
+        llvm::formatv("rule 4: ngpus={0} must be at least 1", a.ngpus));
   if (a.nchunksperloop < 1)
     err(at(el, "nchunksperloop"),
         llvm::formatv("rule 10: nchunksperloop={0} must be at least 1",
@@ -256,8 +259,8 @@ void Checker::checkLoadAlgo(const MscclAlgo &a) {
   for (llvm::StringRef key : {"inplace", "outofplace"}) {
     int val = key == "inplace" ? a.inplace : a.outofplace;
     if (val != 0 && val != 1)
-      err(at(el, key), llvm::formatv("rule 10: {0}={1} must be 0 or 1", key,
-                                     val));
+      err(at(el, key),
+          llvm::formatv("rule 10: {0}={1} must be 0 or 1", key, val));
   }
   if (a.inplace == 0 && a.outofplace == 0)
     warn(el->loc, "inplace=\"0\" and outofplace=\"0\": the file is never "
@@ -643,17 +646,16 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
           llvm::formatv("rule 1: {0} uses chan {1} but nchannels is {2}", tw,
                         tb.chan, a.nchannels));
     // Rule 3.
-    for (auto [peer, key] : {std::pair{tb.send, "send"},
-                             std::pair{tb.recv, "recv"}})
+    for (auto [peer, key] :
+         {std::pair{tb.send, "send"}, std::pair{tb.recv, "recv"}})
       if (peer != -1 && (peer < 0 || peer >= a.ngpus))
         err(at(tb.el, key),
             llvm::formatv("rule 3: {0} has {1}=\"{2}\"; peers are -1 or "
                           "below ngpus={3}",
                           tw, key, peer, a.ngpus));
     // Rule 2.
-    for (auto [peer, conn, key] :
-         {std::tuple{tb.send, &sendConn, "send"},
-          std::tuple{tb.recv, &recvConn, "recv"}}) {
+    for (auto [peer, conn, key] : {std::tuple{tb.send, &sendConn, "send"},
+                                   std::tuple{tb.recv, &recvConn, "recv"}}) {
       if (peer < 0)
         continue;
       auto [it, fresh] = conn->emplace(std::pair{tb.chan, peer}, &tb);
@@ -672,8 +674,7 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
     for (const MscclStep &st : tb.steps) {
       if (!st.complete)
         continue;
-      std::string sw =
-          llvm::formatv("{0} step {1}", tw, st.position).str();
+      std::string sw = llvm::formatv("{0} step {1}", tw, st.position).str();
       // Rule 6: positions and dependency targets.
       if (st.s != st.position)
         err(at(st.el, "s"),
@@ -691,9 +692,9 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
         err(at(st.el, "depid"),
             llvm::formatv("rule 6: {0} has depid=\"{1}\"", sw, st.depid));
       if (st.depid == -1 && st.deps != -1)
-        warn(at(st.el, "deps"),
-             llvm::formatv("{0} has deps=\"{1}\" without a depid", sw,
-                           st.deps));
+        warn(
+            at(st.el, "deps"),
+            llvm::formatv("{0} has deps=\"{1}\" without a depid", sw, st.deps));
       if (st.depid >= 0) {
         auto it = byId.find(st.depid);
         if (st.depid == tb.id) {
@@ -794,8 +795,8 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
        {std::tuple{g.iChunks, nomI, usesBuf[0], "i_chunks"},
         std::tuple{g.oChunks, nomO, usesBuf[1], "o_chunks"}}) {
     if (val < 0)
-      err(at(g.el, key), llvm::formatv("rule 10: rank {0} has {1}=\"{2}\"", r,
-                                       key, val));
+      err(at(g.el, key),
+          llvm::formatv("rule 10: rank {0} has {1}=\"{2}\"", r, key, val));
     else if (nom >= 0 && val != nom && !(val == 0 && !used))
       err(at(g.el, key),
           llvm::formatv("rule 10: rank {0} has {1}=\"{2}\"; {3} needs {4} "
@@ -849,8 +850,8 @@ void Checker::checkFifo(const MscclAlgo &a) {
             llvm::formatv("rule 5: receive number {0} from rank {1} to rank "
                           "{2} on chan {3} has cnt {4} but the matching send "
                           "(rank {1} tb {5} step {6}) has cnt {7}",
-                          k, A, B, c, rv[k].st->cnt, s[k].tb,
-                          s[k].st->position, s[k].st->cnt));
+                          k, A, B, c, rv[k].st->cnt, s[k].tb, s[k].st->position,
+                          s[k].st->cnt));
         break;
       }
     if (s.size() > rv.size()) {
@@ -914,10 +915,10 @@ void Checker::checkExecution(const MscclAlgo &a) {
   bool hadFormatErrors = !v.problems.empty();
   bool dl = true, race = true, sem = true;
   for (bool inplace : modes) {
-    std::string mode = modes.size() > 1
-                           ? (inplace ? " (in-place mode)" : " (out-of-place "
-                                                             "mode)")
-                           : "";
+    std::string mode = modes.size() > 1 ? (inplace ? " (in-place mode)"
+                                                   : " (out-of-place "
+                                                     "mode)")
+                                        : "";
     MscclImportOptions io;
     io.inplace = inplace;
     llvm::Expected<MscclImport> imp = importMscclAlgo(doc, a, io);
@@ -950,8 +951,7 @@ void Checker::checkExecution(const MscclAlgo &a) {
       std::string w;
       if (p.rank >= 0)
         w += llvm::formatv("rank {0}", p.rank).str();
-      if (p.rank >= 0 && p.op >= 0 &&
-          size_t(p.op) < s.ranks[p.rank].ops.size())
+      if (p.rank >= 0 && p.op >= 0 && size_t(p.op) < s.ranks[p.rank].ops.size())
         w += llvm::formatv(" tb {0} op %{1}",
                            s.ranks[p.rank].ops[p.op].threadblock, p.op)
                  .str();
@@ -963,8 +963,8 @@ void Checker::checkExecution(const MscclAlgo &a) {
     if (!ps.empty()) {
       if (!hadFormatErrors)
         for (const ir::VerifyProblem &p : ps)
-          err(locOf(p), "rules 5, 6, 10 (IR structure)" + mode + ": " +
-                            describe(p));
+          err(locOf(p),
+              "rules 5, 6, 10 (IR structure)" + mode + ": " + describe(p));
       dl = race = sem = false;
       continue;
     }
@@ -1051,9 +1051,9 @@ MscclVerdict verifyMscclXml(llvm::StringRef text, llvm::StringRef fileName,
             v.problems.push_back(d);
         },
         [&](const llvm::ErrorInfoBase &eb) {
-          v.problems.push_back(
-              Diagnostic{Severity::Error, SourceLoc{fileName.str(), 0, 0},
-                         eb.message(), ""});
+          v.problems.push_back(Diagnostic{Severity::Error,
+                                          SourceLoc{fileName.str(), 0, 0},
+                                          eb.message(), ""});
         });
     return v;
   }

@@ -133,14 +133,13 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
     if (!tb.complete)
       continue;
     if (!tbById.emplace(tb.id, &tb).second) {
-      error(attrLoc(tb.el, "id"),
-            llvm::formatv("duplicate thread block id {0} on rank {1}", tb.id,
-                          r));
+      error(
+          attrLoc(tb.el, "id"),
+          llvm::formatv("duplicate thread block id {0} on rank {1}", tb.id, r));
       continue;
     }
-    for (auto [peer, conn, what] :
-         {std::tuple{tb.send, &sendConn, "send"},
-          std::tuple{tb.recv, &recvConn, "recv"}}) {
+    for (auto [peer, conn, what] : {std::tuple{tb.send, &sendConn, "send"},
+                                    std::tuple{tb.recv, &recvConn, "recv"}}) {
       if (peer == -1)
         continue;
       if (peer < 0 || peer >= algo.ngpus || peer == r) {
@@ -336,8 +335,8 @@ void Importer::pairMessages() {
 llvm::Expected<MscclImport> Importer::run() {
   Schedule &s = result.schedule;
   const XmlElement *ael = algo.el;
-  s.name = algo.name.empty() ? llvm::sys::path::stem(doc.fileName).str()
-                             : algo.name;
+  s.name =
+      algo.name.empty() ? llvm::sys::path::stem(doc.fileName).str() : algo.name;
   std::string coll = algo.coll;
   if (coll == "reduce_scatter") {
     warning(attrLoc(ael, "coll"),
@@ -354,8 +353,8 @@ llvm::Expected<MscclImport> Importer::run() {
   }
   s.collective = *c;
   if (algo.ngpus < 1 || algo.ngpus > 4096) {
-    error(attrLoc(ael, "ngpus"), llvm::formatv("ngpus={0} is out of range",
-                                               algo.ngpus));
+    error(attrLoc(ael, "ngpus"),
+          llvm::formatv("ngpus={0} is out of range", algo.ngpus));
     return diags.takeError();
   }
   if (algo.nchunksperloop < 1) {

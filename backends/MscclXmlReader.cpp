@@ -129,15 +129,15 @@ SourceLoc XmlDocument::locAt(size_t offset, bool withFile) const {
   size_t line = it - lineStarts.begin(); // 1-based
   size_t start = line ? lineStarts[line - 1] : 0;
   return SourceLoc{withFile ? fileName : std::string(),
-                   unsigned(line ? line : 1),
-                   unsigned(offset - start + 1)};
+                   unsigned(line ? line : 1), unsigned(offset - start + 1)};
 }
 
 std::string XmlDocument::lineOf(const SourceLoc &loc) const {
   if (loc.line == 0 || loc.line > lineStarts.size())
     return {};
   size_t start = lineStarts[loc.line - 1];
-  size_t end = loc.line < lineStarts.size() ? lineStarts[loc.line] : text.size();
+  size_t end =
+      loc.line < lineStarts.size() ? lineStarts[loc.line] : text.size();
   llvm::StringRef l(text.data() + start, end - start);
   l = l.rtrim("\r\n");
   return l.str();
@@ -278,8 +278,8 @@ bool Lexer::getNode(RawNode &node) {
       c = t[pos++];
     }
     if (c != '<') {
-      fail(pos - 1, "XML Parse error : expecting '<', got '" + escapeChar(c) +
-                        "'");
+      fail(pos - 1,
+           "XML Parse error : expecting '<', got '" + escapeChar(c) + "'");
       return false;
     }
     node.start = pos - 1;
@@ -295,8 +295,8 @@ bool Lexer::getNode(RawNode &node) {
       if (!getToken(node.name, nullptr, c))
         return false;
       if (c != '>') {
-        fail(pos - 1, "XML Parse error : unexpected trailing " +
-                          escapeChar(c) + " in closing tag " + node.name);
+        fail(pos - 1, "XML Parse error : unexpected trailing " + escapeChar(c) +
+                          " in closing tag " + node.name);
         return false;
       }
       return true;

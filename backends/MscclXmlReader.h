@@ -23,17 +23,17 @@
 namespace topocc::backends {
 
 /// Executor limits (msccl_struct.h, msccl_parser.h).
-constexpr unsigned kMscclMaxAttrs = 16;         ///< MAX_ATTR_COUNT
-constexpr unsigned kMscclMaxNameLen = 254;      ///< names must be shorter
-constexpr unsigned kMscclMaxValueLen = 255;     ///< longer values overflow
-constexpr unsigned kMscclMaxNodes = 4096;       ///< stored elements per rank
-constexpr unsigned kMscclMaxSubs = 1024;        ///< children per element
-constexpr int kMscclMaxBlocks = 1024;           ///< tb ids 0..1023
-constexpr int kMscclMaxChannelsCheck = 32;      ///< executor: 0 <= chan <= 32
-constexpr int kMscclMaxCount = 72;              ///< cnt must be < 72
-constexpr int kMscclMaxBlocksPerChannel = 32;   ///< send (recv) blocks/channel
-constexpr int kMscclMaxReduceFusion = 16;       ///< sources of one fused re
-constexpr int kMscclMaxDependedBlock = 127;     ///< 8-bit depid
+constexpr unsigned kMscclMaxAttrs = 16;       ///< MAX_ATTR_COUNT
+constexpr unsigned kMscclMaxNameLen = 254;    ///< names must be shorter
+constexpr unsigned kMscclMaxValueLen = 255;   ///< longer values overflow
+constexpr unsigned kMscclMaxNodes = 4096;     ///< stored elements per rank
+constexpr unsigned kMscclMaxSubs = 1024;      ///< children per element
+constexpr int kMscclMaxBlocks = 1024;         ///< tb ids 0..1023
+constexpr int kMscclMaxChannelsCheck = 32;    ///< executor: 0 <= chan <= 32
+constexpr int kMscclMaxCount = 72;            ///< cnt must be < 72
+constexpr int kMscclMaxBlocksPerChannel = 32; ///< send (recv) blocks/channel
+constexpr int kMscclMaxReduceFusion = 16;     ///< sources of one fused re
+constexpr int kMscclMaxDependedBlock = 127;   ///< 8-bit depid
 
 /// One attribute slot of a start tag. An extra space between attributes
 /// produces an empty slot (no key, no value), as in the executor.
@@ -42,8 +42,8 @@ struct XmlAttr {
   std::string value;
   bool hasValue = false;     ///< key="value" (false for an empty slot)
   bool singleQuoted = false; ///< value opened with ' (closed by ")
-  SourceLoc loc;      ///< first character of the key (no file name)
-  SourceLoc valueLoc; ///< first character of the value (no file name)
+  SourceLoc loc;             ///< first character of the key (no file name)
+  SourceLoc valueLoc;        ///< first character of the value (no file name)
 };
 
 /// One element. Close tags always close the innermost open element (the
@@ -104,24 +104,34 @@ std::string escapeChar(char c);
 // Typed view of the algorithm tree.
 //===----------------------------------------------------------------------===//
 
-enum class MscclStepType : uint8_t { S, R, Rcs, Rrs, Rrc, Rrcs, Cpy, Re, Nop,
-                                     Ra, Unknown };
+enum class MscclStepType : uint8_t {
+  S,
+  R,
+  Rcs,
+  Rrs,
+  Rrc,
+  Rrcs,
+  Cpy,
+  Re,
+  Nop,
+  Ra,
+  Unknown
+};
 MscclStepType mscclStepTypeFromName(llvm::StringRef s);
 llvm::StringRef mscclStepTypeName(MscclStepType t);
 
 /// What the executor does with a step type (MSCCL_XML.md 2.8).
 struct MscclStepTraits {
   bool sends, receives;
-  bool readsSrc, writesDst;     ///< semantic use of the operands
-  bool checkSrc, checkDst;      ///< executor bounds-checks these offsets
+  bool readsSrc, writesDst; ///< semantic use of the operands
+  bool checkSrc, checkDst;  ///< executor bounds-checks these offsets
 };
 MscclStepTraits mscclStepTraits(MscclStepType t);
 
 struct MscclStep {
   const XmlElement *el = nullptr;
   int position = 0; ///< 0-based index among the block's <step> children
-  int s = 0, srcoff = 0, dstoff = 0, cnt = 0, depid = -1, deps = -1,
-      hasdep = 0;
+  int s = 0, srcoff = 0, dstoff = 0, cnt = 0, depid = -1, deps = -1, hasdep = 0;
   std::string typeName, srcbuf, dstbuf;
   MscclStepType type = MscclStepType::Unknown;
   bool complete = false; ///< every mandatory attribute present
@@ -144,10 +154,9 @@ struct MscclGpu {
 struct MscclAlgo {
   const XmlElement *el = nullptr;
   std::string name, proto, coll;
-  int nchannels = 0, nchunksperloop = 0, ngpus = 0, inplace = 0,
-      outofplace = 0;
+  int nchannels = 0, nchunksperloop = 0, ngpus = 0, inplace = 0, outofplace = 0;
   int64_t minBytes = 0, maxBytes = 0;
-  bool complete = false; ///< every mandatory <algo> attribute present
+  bool complete = false;         ///< every mandatory <algo> attribute present
   bool legacyOutofplace = false; ///< outofplace missing, derived (legacy)
   std::vector<MscclGpu> gpus;
 };

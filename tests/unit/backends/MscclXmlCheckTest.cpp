@@ -196,14 +196,14 @@ TEST(MscclXmlReaderTest, LexicalErrorsQuoteTheExecutor) {
   EXPECT_NE(lexError(replaceFirst(ringXml(), " proto=", "\n proto="))
                 .find("XML Parse : expected >, got '\\n'"),
             std::string::npos);
-  EXPECT_NE(lexError(replaceFirst(ringXml(), "proto=\"Simple\"",
-                                  "proto='Simple'"))
-                .find("XML Parse : expected >, got '1'"),
-            std::string::npos);
-  EXPECT_NE(lexError(replaceFirst(ringXml(), "proto=\"Simple\"",
-                                  "proto=Simple"))
-                .find("XML Parse : Expected (double) quote."),
-            std::string::npos);
+  EXPECT_NE(
+      lexError(replaceFirst(ringXml(), "proto=\"Simple\"", "proto='Simple'"))
+          .find("XML Parse : expected >, got '1'"),
+      std::string::npos);
+  EXPECT_NE(
+      lexError(replaceFirst(ringXml(), "proto=\"Simple\"", "proto=Simple"))
+          .find("XML Parse : Expected (double) quote."),
+      std::string::npos);
   EXPECT_NE(lexError(replaceFirst(ringXml(), "</tb>", "</tb >"))
                 .find("unexpected trailing"),
             std::string::npos);
@@ -216,13 +216,12 @@ TEST(MscclXmlReaderTest, LexicalErrorsQuoteTheExecutor) {
             std::string::npos);
   EXPECT_NE(lexError("<" + std::string(300, 'a') + "/>").find("too long"),
             std::string::npos);
-  EXPECT_NE(lexError("text").find("expecting '<', got 't'"),
-            std::string::npos);
+  EXPECT_NE(lexError("text").find("expecting '<', got 't'"), std::string::npos);
   EXPECT_NE(lexError("<!-- never closed").find("unterminated comment"),
             std::string::npos);
   // Error location: line 2, column of the TAB.
-  auto doc = readMscclXmlDocument(replaceFirst(ringXml(), "\n  <gpu", "\n\t<gpu"),
-                                  "tab.xml");
+  auto doc = readMscclXmlDocument(
+      replaceFirst(ringXml(), "\n  <gpu", "\n\t<gpu"), "tab.xml");
   ASSERT_FALSE(static_cast<bool>(doc));
   std::string text = llvm::toString(doc.takeError());
   EXPECT_NE(text.find("tab.xml:2:1: error:"), std::string::npos) << text;
@@ -230,8 +229,8 @@ TEST(MscclXmlReaderTest, LexicalErrorsQuoteTheExecutor) {
 
 TEST(MscclXmlReaderTest, AcceptsWhatTheExecutorAccepts) {
   // Two spaces (an empty slot), a space before '>', "/>" and " />", CRLF.
-  std::string x = replaceFirst(ringXml(), "proto=\"Simple\" ",
-                               "proto=\"Simple\"  ");
+  std::string x =
+      replaceFirst(ringXml(), "proto=\"Simple\" ", "proto=\"Simple\"  ");
   x = replaceAll(x, "chan=\"0\">", "chan=\"0\" >");
   x = replaceFirst(x, "hasdep=\"0\" />", "hasdep=\"0\"/>");
   x = replaceAll(x, "\n", "\r\n");
@@ -250,12 +249,12 @@ TEST(MscclXmlCheckTest, BaseFileIsClean) {
 }
 
 TEST(MscclXmlCheckTest, ExecutorScanChecks) {
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "coll=\"allreduce\"",
-                                    "coll=\"custom\""),
-                       "unsupported collective \"custom\"");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "coll=\"allreduce\"",
-                                    "coll=\"reduce_scatter\""),
-                       "legacy");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "coll=\"allreduce\"", "coll=\"custom\""),
+      "unsupported collective \"custom\"");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "coll=\"allreduce\"", "coll=\"reduce_scatter\""),
+      "legacy");
   EXPECT_REJECTED_WITH(replaceFirst(ringXml(), " minBytes=\"0\"", ""),
                        "Attribute minBytes of node algo not found");
   EXPECT_REJECTED_WITH("<!-- c -->\n<gpu id=\"0\"/>\n" + ringXml(),
@@ -264,9 +263,9 @@ TEST(MscclXmlCheckTest, ExecutorScanChecks) {
 
 TEST(MscclXmlCheckTest, ExecutorLoadChecks) {
   std::string base = ringXml();
-  EXPECT_REJECTED_WITH(replaceFirst(base, "proto=\"Simple\"",
-                                    "proto=\"simple\""),
-                       "MSCCL: protocol simple is not supported.");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(base, "proto=\"Simple\"", "proto=\"simple\""),
+      "MSCCL: protocol simple is not supported.");
   EXPECT_REJECTED_WITH(replaceFirst(base, " hasdep=\"0\"", ""),
                        "Attribute hasdep of node step not found");
   EXPECT_REJECTED_WITH(replaceFirst(base, "type=\"rrs\"", "type=\"rr\""),
@@ -284,12 +283,12 @@ TEST(MscclXmlCheckTest, ExecutorLoadChecks) {
                        "MSCCL: step must be positive");
   EXPECT_REJECTED_WITH(replaceFirst(base, "<tb id=\"0\"", "<tb id=\"1\""),
                        "MSCCL: thread block 1 is missing");
-  EXPECT_REJECTED_WITH(replaceFirst(base, "send=\"1\" recv=\"3\"",
-                                    "send=\"0\" recv=\"3\""),
-                       "must be different");
-  EXPECT_REJECTED_WITH(replaceFirst(base, "send=\"1\" recv=\"3\"",
-                                    "send=\"-2\" recv=\"3\""),
-                       "MSCCL: wrong recvPeer (3) or sendPeer (-2)");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(base, "send=\"1\" recv=\"3\"", "send=\"0\" recv=\"3\""),
+      "must be different");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(base, "send=\"1\" recv=\"3\"", "send=\"-2\" recv=\"3\""),
+      "MSCCL: wrong recvPeer (3) or sendPeer (-2)");
   EXPECT_REJECTED_WITH(replaceFirst(base, "chan=\"0\"", "chan=\"33\""),
                        "has an invalid channel 33");
   EXPECT_REJECTED_WITH(replaceFirst(base, "srcoff=\"3\"", "srcoff=\"4\""),
@@ -299,10 +298,10 @@ TEST(MscclXmlCheckTest, ExecutorLoadChecks) {
                        "MSCCL: hasDependence needs to be 0 or 1, but it was 2");
   EXPECT_REJECTED_WITH(replaceFirst(base, "s_chunks=\"0\"", "s_chunks=\"-1\""),
                        "MSCCL: nScratchChunks must be not negative");
-  EXPECT_REJECTED_WITH(replaceFirst(base, "send=\"1\" recv=\"3\"",
-                                    "send=\"-1\" recv=\"3\""),
-                       "there is a send in thread block 0 on GPU 0 without a "
-                       "sendPeer.");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(base, "send=\"1\" recv=\"3\"", "send=\"-1\" recv=\"3\""),
+      "there is a send in thread block 0 on GPU 0 without a "
+      "sendPeer.");
   // A duplicate tb id.
   std::string dup = replaceFirst(
       base, "    </tb>\n  </gpu>\n  <gpu id=\"1\"",
@@ -316,8 +315,7 @@ TEST(MscclXmlCheckTest, ExecutorLoadChecks) {
 
 TEST(MscclXmlCheckTest, NopChainRule) {
   std::string x = replaceFirst(
-      ringXml(),
-      "      <step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\"",
+      ringXml(), "      <step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\"",
       "      <step s=\"0\" type=\"nop\" srcbuf=\"i\" srcoff=\"-1\" "
       "dstbuf=\"o\" dstoff=\"-1\" cnt=\"0\" depid=\"0\" deps=\"0\" "
       "hasdep=\"0\" />\n      <step s=\"0\" type=\"s\" srcbuf=\"i\" "
@@ -368,23 +366,24 @@ TEST(MscclXmlCheckTest, Rule2And5OneBlockPerConnection) {
 
 TEST(MscclXmlCheckTest, Rule3PeersInRange) {
   std::string x = ringXml();
-  x = replaceFirst(x, "<gpu id=\"3\" i_chunks=\"4\" o_chunks=\"0\" "
-                      "s_chunks=\"0\">\n    <tb id=\"0\" send=\"0\"",
+  x = replaceFirst(x,
+                   "<gpu id=\"3\" i_chunks=\"4\" o_chunks=\"0\" "
+                   "s_chunks=\"0\">\n    <tb id=\"0\" send=\"0\"",
                    "<gpu id=\"3\" i_chunks=\"4\" o_chunks=\"0\" "
                    "s_chunks=\"0\">\n    <tb id=\"0\" send=\"4\"");
   EXPECT_REJECTED_WITH(x, "rule 3: tb 0 on rank 3 has send=\"4\"");
 }
 
 TEST(MscclXmlCheckTest, Rule4OneGpuPerRank) {
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "<gpu id=\"3\"",
-                                    "<gpu id=\"2\""),
-                       "rule 4: rank 2 has more than one <gpu>");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "<gpu id=\"3\"",
-                                    "<gpu id=\"2\""),
-                       "rule 4: rank 3 has no <gpu>");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "<gpu id=\"3\"",
-                                    "<gpu id=\"7\""),
-                       "rule 4: <gpu id=\"7\"> is not a rank");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "<gpu id=\"3\"", "<gpu id=\"2\""),
+      "rule 4: rank 2 has more than one <gpu>");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "<gpu id=\"3\"", "<gpu id=\"2\""),
+      "rule 4: rank 3 has no <gpu>");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "<gpu id=\"3\"", "<gpu id=\"7\""),
+      "rule 4: <gpu id=\"7\"> is not a rank");
 }
 
 TEST(MscclXmlCheckTest, Rule5CountsPairUp) {
@@ -397,23 +396,24 @@ TEST(MscclXmlCheckTest, Rule5CountsPairUp) {
   EXPECT_REJECTED_WITH(x, "rule 5: receive number 0 from rank 0 to rank 1 on "
                           "chan 0 has cnt 2");
   // An extra send.
-  std::string y = replaceFirst(
-      ringXml(), "type=\"r\" srcbuf=\"i\" srcoff=\"2\"",
-      "type=\"rcs\" srcbuf=\"i\" srcoff=\"2\"");
+  std::string y =
+      replaceFirst(ringXml(), "type=\"r\" srcbuf=\"i\" srcoff=\"2\"",
+                   "type=\"rcs\" srcbuf=\"i\" srcoff=\"2\"");
   EXPECT_REJECTED_WITH(y, "has no matching receive");
 }
 
 TEST(MscclXmlCheckTest, Rule6PositionsAndDependencies) {
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "<step s=\"1\"",
-                                    "<step s=\"7\""),
-                       "rule 6: tb 0 on rank 0 step 1 has s=\"7\"");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "<step s=\"1\"", "<step s=\"7\""),
+      "rule 6: tb 0 on rank 0 step 1 has s=\"7\"");
   // Two blocks on rank 0: tb 1 depends on tb 0.
   auto twoBlocks = [](llvm::StringRef dep, llvm::StringRef hasdep) {
-    std::string x = replaceFirst(ringXml(), "s=\"6\" type=\"r\" srcbuf=\"i\" "
-                                            "srcoff=\"2\" dstbuf=\"i\" "
-                                            "dstoff=\"2\" cnt=\"1\" "
-                                            "depid=\"-1\" deps=\"-1\" "
-                                            "hasdep=\"0\"",
+    std::string x = replaceFirst(ringXml(),
+                                 "s=\"6\" type=\"r\" srcbuf=\"i\" "
+                                 "srcoff=\"2\" dstbuf=\"i\" "
+                                 "dstoff=\"2\" cnt=\"1\" "
+                                 "depid=\"-1\" deps=\"-1\" "
+                                 "hasdep=\"0\"",
                                  ("s=\"6\" type=\"r\" srcbuf=\"i\" "
                                   "srcoff=\"2\" dstbuf=\"i\" dstoff=\"2\" "
                                   "cnt=\"1\" depid=\"-1\" deps=\"-1\" "
@@ -457,11 +457,11 @@ TEST(MscclXmlCheckTest, Rule9And10Operands) {
   size_t c = x.find("cnt=\"1\"", p);
   x.replace(c, 7, "cnt=\"2\"");
   EXPECT_REJECTED_WITH(x, "rule 10: tb 0 on rank 0 step 1 addresses i[3..5)");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "i_chunks=\"4\"",
-                                    "i_chunks=\"5\""),
-                       "rule 10: rank 0 has i_chunks=\"5\"; allreduce needs 4");
-  std::string ag = replaceFirst(ringXml(), "coll=\"allreduce\"",
-                                "coll=\"allgather\"");
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "i_chunks=\"4\"", "i_chunks=\"5\""),
+      "rule 10: rank 0 has i_chunks=\"5\"; allreduce needs 4");
+  std::string ag =
+      replaceFirst(ringXml(), "coll=\"allreduce\"", "coll=\"allgather\"");
   ag = replaceFirst(ag, "nchunksperloop=\"4\"", "nchunksperloop=\"6\"");
   EXPECT_REJECTED_WITH(ag, "rule 10: nchunksperloop=6 must be a multiple of "
                            "ngpus=4");
@@ -472,13 +472,15 @@ TEST(MscclXmlCheckTest, Rule11LexicalHygiene) {
                        "rule 11: cnt=\"01\" is not a plain decimal integer");
   EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "cnt=\"1\"", "cnt=\"0x1\""),
                        "rule 11: cnt=\"0x1\"");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "cnt=\"1\"",
-                                    "cnt=\"1\" cnt=\"2\""),
-                       "rule 11: duplicate attribute 'cnt'");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "name=\"allreduce_ring_inplace\"",
+  EXPECT_REJECTED_WITH(
+      replaceFirst(ringXml(), "cnt=\"1\"", "cnt=\"1\" cnt=\"2\""),
+      "rule 11: duplicate attribute 'cnt'");
+  EXPECT_REJECTED_WITH(replaceFirst(ringXml(),
+                                    "name=\"allreduce_ring_inplace\"",
                                     "name=\"" + std::string(300, 'n') + "\""),
                        "rule 11: value of 'name' has 300 characters");
-  EXPECT_REJECTED_WITH(replaceFirst(ringXml(), "name=\"allreduce_ring_inplace\"",
+  EXPECT_REJECTED_WITH(replaceFirst(ringXml(),
+                                    "name=\"allreduce_ring_inplace\"",
                                     "name=\"all\xc3\xa9\""),
                        "rule 11: the file has 2 non-ASCII byte(s)");
   std::string many;
@@ -488,8 +490,8 @@ TEST(MscclXmlCheckTest, Rule11LexicalHygiene) {
 }
 
 TEST(MscclXmlCheckTest, Warnings) {
-  std::string x = replaceFirst(ringXml(), "coll=\"allreduce\"",
-                               "coll=\"broadcast\"");
+  std::string x =
+      replaceFirst(ringXml(), "coll=\"allreduce\"", "coll=\"broadcast\"");
   MscclCheckResult r = checkMscclXml(x, "b.xml", structuralOnly());
   EXPECT_TRUE(hasMessage(r.warnings, "matches neither root nor peer"))
       << joinDiags(r.warnings);
@@ -547,11 +549,12 @@ TEST(MscclXmlImportTest, RingMapsToLegalizedSchedule) {
 
 TEST(MscclXmlImportTest, NopsAndDependencies) {
   // rank 0: tb 1 = nop(dep tb0 step 6), cpy(dep tb 0 step 6).
-  std::string x = replaceFirst(ringXml(), "s=\"6\" type=\"r\" srcbuf=\"i\" "
-                                          "srcoff=\"2\" dstbuf=\"i\" "
-                                          "dstoff=\"2\" cnt=\"1\" "
-                                          "depid=\"-1\" deps=\"-1\" "
-                                          "hasdep=\"0\"",
+  std::string x = replaceFirst(ringXml(),
+                               "s=\"6\" type=\"r\" srcbuf=\"i\" "
+                               "srcoff=\"2\" dstbuf=\"i\" "
+                               "dstoff=\"2\" cnt=\"1\" "
+                               "depid=\"-1\" deps=\"-1\" "
+                               "hasdep=\"0\"",
                                "s=\"6\" type=\"r\" srcbuf=\"i\" srcoff=\"2\" "
                                "dstbuf=\"i\" dstoff=\"2\" cnt=\"1\" "
                                "depid=\"-1\" deps=\"-1\" hasdep=\"1\"");
@@ -581,8 +584,8 @@ TEST(MscclXmlImportTest, NopsAndDependencies) {
 }
 
 TEST(MscclXmlImportTest, LegacyDialect) {
-  std::string x = replaceFirst(ringXml(), "coll=\"allreduce\"",
-                               "coll=\"reduce_scatter\"");
+  std::string x =
+      replaceFirst(ringXml(), "coll=\"allreduce\"", "coll=\"reduce_scatter\"");
   x = replaceFirst(x, " outofplace=\"0\"", "");
   x = replaceFirst(x, " minBytes=\"0\" maxBytes=\"0\"", "");
   auto imp = importMscclXmlDetailed(x, "legacy.xml");
@@ -590,15 +593,14 @@ TEST(MscclXmlImportTest, LegacyDialect) {
   EXPECT_EQ(imp->schedule.collective, ir::Collective::ReduceScatter);
   EXPECT_TRUE(imp->schedule.inplace);
   EXPECT_TRUE(hasMessage(imp->warnings, "reduce_scatter"));
-  auto bad = importMscclXml(replaceFirst(ringXml(), "coll=\"allreduce\"",
-                                         "coll=\"custom\""),
-                            "custom.xml");
+  auto bad = importMscclXml(
+      replaceFirst(ringXml(), "coll=\"allreduce\"", "coll=\"custom\""),
+      "custom.xml");
   ASSERT_FALSE(static_cast<bool>(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("cannot be imported"),
             std::string::npos);
-  auto ra = importMscclXml(replaceFirst(ringXml(), "type=\"rrs\"",
-                                        "type=\"ra\""),
-                           "ra.xml");
+  auto ra = importMscclXml(
+      replaceFirst(ringXml(), "type=\"rrs\"", "type=\"ra\""), "ra.xml");
   ASSERT_FALSE(static_cast<bool>(ra));
   EXPECT_NE(llvm::toString(ra.takeError()).find("not executable"),
             std::string::npos);
@@ -654,8 +656,7 @@ TEST(MscclXmlExecTest, RaceAndWrongResult) {
   EXPECT_TRUE(v.deadlockFree);
   EXPECT_TRUE(v.raceFree) << joinDiags(v.problems);
   EXPECT_FALSE(v.computesCollective);
-  EXPECT_TRUE(hasMessage(v.problems, "postcondition"))
-      << joinDiags(v.problems);
+  EXPECT_TRUE(hasMessage(v.problems, "postcondition")) << joinDiags(v.problems);
 }
 
 //===----------------------------------------------------------------------===//
@@ -760,13 +761,13 @@ TEST(MscclXmlCorpusTest, ValidFilesComputeTheirCollective) {
       EXPECT_TRUE(hasMessage(v.problems, "postcondition"))
           << joinDiags(v.problems);
     } else {
-      EXPECT_TRUE(v.computesCollective)
-          << name << "\n" << joinDiags(v.problems);
+      EXPECT_TRUE(v.computesCollective) << name << "\n"
+                                        << joinDiags(v.problems);
     }
   }
-  double secs = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_LT(secs, 60.0) << "checking the corpus took " << secs << " s";
 }
 

@@ -8,6 +8,8 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 
+#include "tests/unit/passes/ErrorText.h"
+
 #include "gtest/gtest.h"
 
 #include <set>
@@ -65,7 +67,7 @@ TEST(AssignChannelsTest, TooManyChannels) {
   Schedule s = fused(Collective::AllGather, 2, 3, 1);
   llvm::Error err = passes::assignChannels(s, 2);
   ASSERT_TRUE(bool(err));
-  EXPECT_EQ(llvm::toString(std::move(err)),
+  EXPECT_EQ(topocc::testing::errorMessage(std::move(err)),
             "the schedule needs 3 independent channels, more than the limit "
             "of 2; use fewer --channels");
 }
@@ -78,10 +80,12 @@ TEST(AssignThreadblocksTest, OneThreadblockPerRingWithItsPeers) {
   for (RankId r = 0; r < 4; ++r)
     for (const Op &op : s.ranks[r].ops) {
       EXPECT_EQ(op.threadblock, op.channel);
-      if (sends(op.kind))
+      if (sends(op.kind)) {
         EXPECT_EQ(op.sendPeer, (r + 1) % 4);
-      if (receives(op.kind))
+      }
+      if (receives(op.kind)) {
         EXPECT_EQ(op.recvPeer, (r + 3) % 4);
+      }
     }
   EXPECT_FALSE(bool(verifySchedule(s))) << scheduleToString(s);
 }
@@ -92,7 +96,7 @@ TEST(AssignThreadblocksTest, StepLimitErrorSaysWhatToChange) {
   ASSERT_FALSE(bool(passes::assignChannels(s)));
   llvm::Error err = passes::assignThreadblocks(s);
   ASSERT_TRUE(bool(err));
-  EXPECT_EQ(llvm::toString(std::move(err)),
+  EXPECT_EQ(topocc::testing::errorMessage(std::move(err)),
             "rank 0 threadblock 0 (channel 0) needs 68 steps, more than the "
             "limit of 64 steps per threadblock (MSCCL_MAX_NUM_STEPS); use "
             "fewer --chunks (every chunk adds one step per ring hop), or raise "
@@ -107,8 +111,9 @@ TEST(AssignThreadblocksTest, StepLimitErrorSaysWhatToChange) {
 }
 
 TEST(AssignThreadblocksTest, ConflictingPeersAreAUserError) {
-  // Rank 0 first sends to 1 and receives from 2 (one threadblock), then an
-  // op that sends to 2 and receives from 1 on the same channel.
+  // Rank 0: tb 0 sends to 1 and receives from 2, tb 1 sends to 2 and
+  // receives from 1; then an op that sends to 1 and receives from 1 would
+  // need both.
   Schedule s;
   s.collective = Collective::AllReduce;
   s.numRanks = 3;
@@ -129,11 +134,16 @@ TEST(AssignThreadblocksTest, ConflictingPeersAreAUserError) {
   b.recvPeer = 1;
   b.sendMsg = 2;
   b.recvMsg = 3;
-  s.ranks[0].ops = {a, b};
+  Op c = a;
+  c.sendPeer = 1;
+  c.recvPeer = 1;
+  c.sendMsg = 4;
+  c.recvMsg = 5;
+  s.ranks[0].ops = {a, b, c};
   llvm::Error err = passes::assignThreadblocks(s);
   ASSERT_TRUE(bool(err));
-  EXPECT_NE(llvm::toString(std::move(err))
-                .find("rank 0: an op that sends to rank 2 and receives from "
+  EXPECT_NE(topocc::testing::errorMessage(std::move(err))
+                .find("rank 0: an op that sends to rank 1 and receives from "
                       "rank 1 on channel 0 cannot be placed"),
             std::string::npos);
 }

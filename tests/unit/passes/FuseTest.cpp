@@ -59,7 +59,7 @@ TEST(FuseTest, OutOfPlaceAndOtherCollectives) {
   for (const Case &c : cases) {
     Schedule s = lowered(c.c, 3, c.inplace);
     passes::fuse(s);
-    EXPECT_EQ(kinds(s.ranks[0]), c.shape) << collectiveName(c.c);
+    EXPECT_EQ(kinds(s.ranks[0]), c.shape) << collectiveName(c.c).str();
     EXPECT_EQ(s.ranks[0].scratchChunks, 0);
     EXPECT_FALSE(bool(verifySchedule(s))) << scheduleToString(s);
   }

@@ -5,6 +5,8 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 
+#include "tests/unit/passes/ErrorText.h"
+
 #include "gtest/gtest.h"
 
 using namespace topocc;
@@ -14,7 +16,9 @@ using topocc::passes::RingOptions;
 
 namespace {
 
-std::string errorText(llvm::Error e) { return llvm::toString(std::move(e)); }
+std::string errorText(llvm::Error e) {
+  return topocc::testing::errorMessage(std::move(e));
+}
 
 RingOptions opts(Collective c, int n, int channels = 1, int chunks = 1,
                  bool inplace = false) {
@@ -41,7 +45,7 @@ TEST(LowerRingTest, AllReduceLayoutAndSizes) {
       EXPECT_EQ(op.threadblock, kNone);
       EXPECT_TRUE(op.kind == OpKind::Send || op.kind == OpKind::Recv ||
                   op.kind == OpKind::Reduce || op.kind == OpKind::Copy)
-          << mnemonic(op.kind);
+          << mnemonic(op.kind).str();
     }
   }
   // 2 channels x 3 chunks x (2N-2) hops x N senders.
@@ -65,8 +69,8 @@ TEST(LowerRingTest, BufferSizesPerCollectiveAndMode) {
     auto s = lowerRing(opts(c.c, 4, 2, 1, c.inplace));
     ASSERT_TRUE(bool(s)) << errorText(s.takeError());
     EXPECT_EQ(s->chunksPerLoop, 8);
-    EXPECT_EQ(s->ranks[1].inputChunks, c.in) << collectiveName(c.c);
-    EXPECT_EQ(s->ranks[1].outputChunks, c.out) << collectiveName(c.c);
+    EXPECT_EQ(s->ranks[1].inputChunks, c.in) << collectiveName(c.c).str();
+    EXPECT_EQ(s->ranks[1].outputChunks, c.out) << collectiveName(c.c).str();
     EXPECT_FALSE(bool(verifySchedule(*s))) << scheduleToString(*s);
   }
 }
@@ -92,10 +96,12 @@ TEST(LowerRingTest, CustomRingOrderFollowsTheRing) {
   ASSERT_TRUE(bool(s)) << errorText(s.takeError());
   // Rank 0 sends to 3 and receives from 1.
   for (const Op &op : s->ranks[0].ops) {
-    if (sends(op.kind))
+    if (sends(op.kind)) {
       EXPECT_EQ(op.sendPeer, 3);
-    if (receives(op.kind))
+    }
+    if (receives(op.kind)) {
       EXPECT_EQ(op.recvPeer, 1);
+    }
   }
   EXPECT_FALSE(bool(verifySchedule(*s)));
 }
