@@ -23,7 +23,7 @@ using namespace ir;
 
 namespace {
 
-constexpr int32_t kMaxCount = 72;     // MSCCL_MAX_COUNT: cnt <= 71
+constexpr int32_t kMaxCount = 72;      // MSCCL_MAX_COUNT: cnt <= 71
 constexpr int32_t kMaxDepTarget = 127; // depid is 8 bits
 constexpr int32_t kMaxThreadblocks = 1024;
 
@@ -73,50 +73,56 @@ llvm::Expected<RankLayout> layoutRank(const Schedule &s, RankId r,
   for (OpId i = 0; i < static_cast<OpId>(rp.ops.size()); ++i) {
     const Op &op = rp.ops[i];
     if (mscclCode(op.kind).empty())
-      return notExpressible(r, i, "'" + mnemonic(op.kind) +
-                                      "' has no MSCCL step type");
+      return notExpressible(
+          r, i, "'" + mnemonic(op.kind) + "' has no MSCCL step type");
     if (op.localCoeff != 1.0 || op.msgCoeff != 1.0)
       return notExpressible(r, i, "MSCCL steps cannot scale by a coefficient");
     if (op.threadblock < 0 || op.channel < 0)
       return notExpressible(r, i, "no threadblock or channel assigned");
     if (op.threadblock >= kMaxThreadblocks)
-      return notExpressible(r, i, llvm::formatv("threadblock id {0} is above "
-                                                "the MSCCL limit of {1}",
-                                                op.threadblock,
-                                                kMaxThreadblocks - 1));
+      return notExpressible(r, i,
+                            llvm::formatv("threadblock id {0} is above "
+                                          "the MSCCL limit of {1}",
+                                          op.threadblock,
+                                          kMaxThreadblocks - 1));
     if (op.kind != OpKind::Nop) {
       int32_t cnt = stepCount(op);
       if (cnt < 1 || cnt >= kMaxCount)
         return notExpressible(
-            r, i, llvm::formatv("cnt {0} is outside 1..{1} (MSCCL_MAX_COUNT); "
-                                "use more chunks so each step moves fewer "
-                                "units",
-                                cnt, kMaxCount - 1));
+            r, i,
+            llvm::formatv("cnt {0} is outside 1..{1} (MSCCL_MAX_COUNT); "
+                          "use more chunks so each step moves fewer "
+                          "units",
+                          cnt, kMaxCount - 1));
     }
     if (static_cast<size_t>(op.threadblock) >= l.tbs.size())
       l.tbs.resize(op.threadblock + 1);
     TbInfo &tb = l.tbs[op.threadblock];
     if (tb.channel != kNone && tb.channel != op.channel)
-      return notExpressible(r, i, "threadblock " + llvm::Twine(op.threadblock) +
-                                      " spans two channels");
+      return notExpressible(r, i,
+                            "threadblock " + llvm::Twine(op.threadblock) +
+                                " spans two channels");
     tb.channel = op.channel;
     if (sends(op.kind)) {
       if (tb.sendPeer != kNone && tb.sendPeer != op.sendPeer)
-        return notExpressible(r, i, "threadblock " + llvm::Twine(op.threadblock) +
-                                        " sends to two peers");
+        return notExpressible(r, i,
+                              "threadblock " + llvm::Twine(op.threadblock) +
+                                  " sends to two peers");
       tb.sendPeer = op.sendPeer;
     }
     if (receives(op.kind)) {
       if (tb.recvPeer != kNone && tb.recvPeer != op.recvPeer)
-        return notExpressible(r, i, "threadblock " + llvm::Twine(op.threadblock) +
-                                        " receives from two peers");
+        return notExpressible(r, i,
+                              "threadblock " + llvm::Twine(op.threadblock) +
+                                  " receives from two peers");
       tb.recvPeer = op.recvPeer;
     }
     l.position[i] = static_cast<int32_t>(tb.ops.size());
     tb.ops.push_back(i);
     if (op.deps.size() > 1)
-      return notExpressible(r, i, "more than one dependency; the schedule is "
-                                  "not legalized");
+      return notExpressible(r, i,
+                            "more than one dependency; the schedule is "
+                            "not legalized");
     if (op.kind == OpKind::Nop && op.deps.empty())
       return notExpressible(r, i, "a nop without a dependency");
     for (OpId d : op.deps) {
@@ -129,9 +135,10 @@ llvm::Expected<RankLayout> layoutRank(const Schedule &s, RankId r,
         return notExpressible(r, i, "a dependency on a nop");
       if (target.threadblock > kMaxDepTarget)
         return notExpressible(
-            r, i, llvm::formatv("depends on threadblock {0}, but MSCCL stores "
-                                "dependency targets in 8 bits (0..{1})",
-                                target.threadblock, kMaxDepTarget));
+            r, i,
+            llvm::formatv("depends on threadblock {0}, but MSCCL stores "
+                          "dependency targets in 8 bits (0..{1})",
+                          target.threadblock, kMaxDepTarget));
       l.depTargets.insert(d);
     }
   }
@@ -164,8 +171,8 @@ std::string algoName(const Schedule &s, const MscclXmlOptions &opts) {
 void printStep(const Schedule &s, RankId r, const RankLayout &l, OpId i,
                llvm::raw_ostream &os) {
   const Op &op = s.ranks[r].ops[i];
-  os << "      <step s=\"" << l.position[i] << "\" type=\"" << mscclCode(op.kind)
-     << "\" ";
+  os << "      <step s=\"" << l.position[i] << "\" type=\""
+     << mscclCode(op.kind) << "\" ";
   if (op.kind == OpKind::Nop) {
     os << "srcbuf=\"i\" srcoff=\"-1\" dstbuf=\"o\" dstoff=\"-1\" cnt=\"0\"";
   } else {

@@ -58,6 +58,120 @@ bool isIntAttr(llvm::StringRef elem, llvm::StringRef key) {
   return false;
 }
 
+/// The rule a message names (its prefix) and the consequence that rule has
+/// on the executor unless the finding says otherwise. Messages start with
+/// "<rule>: " (see the file banner and docs/Verify.md).
+std::pair<std::string, MscclConsequence>
+classifyMessage(llvm::StringRef msg) {
+  using C = MscclConsequence;
+  if (msg.consume_front("import: "))
+    if (!msg.startswith("rule "))
+      return {"import", C::NonConforming};
+  if (msg.startswith("XML lexical rule") || msg.startswith("lexical"))
+    return {"lexical", C::RejectedAtLoad};
+  if (msg.startswith("mandatory attribute")) {
+    // The scan reads these <algo> attributes; everything else is read at
+    // load.
+    for (llvm::StringRef k :
+         {"nchunksperloop", "nchannels", "ngpus", "coll", "minBytes",
+          "maxBytes", "inplace", "outofplace"})
+      if (msg.contains(("Attribute " + k + " of node algo ").str()))
+        return {"attribute", C::RejectedAtScan};
+    return {"attribute", C::RejectedAtLoad};
+  }
+  if (msg.startswith("structure"))
+    return {"structure", C::RejectedAtScan};
+  if (msg.startswith("executor scan"))
+    return {"scan", C::RejectedAtScan};
+  if (msg.startswith("executor load"))
+    return {"load", C::RejectedAtLoad};
+  if (msg.startswith("limit"))
+    return {"limit", C::RejectedAtLoad};
+  if (msg.startswith("postcondition"))
+    return {"postcondition", C::RunsWrongly};
+  if (msg.startswith("rules 5, 6, 10"))
+    return {"rule 5", C::RunsWrongly};
+  if (msg.consume_front("rule ")) {
+    unsigned n = 0;
+    if (msg.consumeInteger(10, n) || n < 1 || n > 11)
+      return {"rule ?", C::RunsWrongly};
+    static const C kDefault[12] = {
+        C::RunsWrongly,   C::Hangs, // 1: unconnected channel
+        C::Hangs,                   // 2: shared FIFO
+        C::Hangs,                   // 3: no such peer
+        C::Hangs,                   // 4: missing rank
+        C::Hangs,                   // 5: FIFO mismatch
+        C::Hangs,                   // 6: dependency never released
+        C::Hangs,                   // 7: deadlock
+        C::RunsWrongly,             // 8: race
+        C::RunsWrongly,             // 9: wrong local operand
+        C::RunsWrongly,             // 10: out of bounds
+        C::NonConforming};          // 11: lexical hygiene
+    return {"rule " + std::to_string(n), kDefault[n]};
+  }
+  return {"other", C::RunsWrongly};
+}
+
+/// Rank, block id and step position of every element, and the element at
+/// each element or attribute location.
+class ElementContext {
+public:
+  explicit ElementContext(const XmlDocument &doc) {
+    ctx.assign(doc.elements.size(), Ctx());
+    for (size_t i = 0; i < doc.elements.size(); ++i) {
+      const XmlElement &el = doc.elements[i];
+      byLoc.emplace(std::pair{el.loc.line, el.loc.col}, i);
+      if (el.closeLoc.isValid())
+        byLoc.emplace(std::pair{el.closeLoc.line, el.closeLoc.col}, i);
+      for (const XmlAttr &a : el.attrs) {
+        byLoc.emplace(std::pair{a.loc.line, a.loc.col}, i);
+        if (a.hasValue)
+          byLoc.emplace(std::pair{a.valueLoc.line, a.valueLoc.col}, i);
+      }
+    }
+    // Parents precede children in `elements`.
+    for (size_t i = 0; i < doc.elements.size(); ++i) {
+      const XmlElement &el = doc.elements[i];
+      Ctx c = el.parent >= 0 ? ctx[el.parent] : Ctx();
+      auto idOf = [&]() {
+        const XmlAttr *a = el.find("id");
+        return a ? executorStrtol(a->value) : -1;
+      };
+      if (el.name == "gpu") {
+        c.rank = idOf();
+      } else if (el.name == "tb") {
+        c.tb = idOf();
+      } else if (el.name == "step" && el.parent >= 0) {
+        int pos = 0;
+        for (unsigned sib : doc.elements[el.parent].children) {
+          if (sib == i)
+            break;
+          pos += doc.elements[sib].name == "step";
+        }
+        c.step = pos;
+      }
+      ctx[i] = c;
+    }
+  }
+
+  void fill(MscclFinding &f) const {
+    auto it = byLoc.find({f.diag.loc.line, f.diag.loc.col});
+    if (it == byLoc.end())
+      return;
+    const Ctx &c = ctx[it->second];
+    f.rank = c.rank;
+    f.tb = c.tb;
+    f.step = c.step;
+  }
+
+private:
+  struct Ctx {
+    int rank = -1, tb = -1, step = -1;
+  };
+  std::vector<Ctx> ctx;
+  std::map<std::pair<unsigned, unsigned>, size_t> byLoc;
+};
+
 class Checker {
 public:
   Checker(const XmlDocument &doc, const MscclCheckOptions &opts,
@@ -67,10 +181,18 @@ public:
   void run();
 
 private:
-  void err(const SourceLoc &loc, std::string msg) {
+  /// An error; `c` overrides the consequence its rule implies (see
+  /// classifyMessage()).
+  void err(const SourceLoc &loc, std::string msg,
+           std::optional<MscclConsequence> c = std::nullopt) {
+    if (c)
+      overrides[v.problems.size()] = *c;
     v.problems.push_back(doc.diag(Severity::Error, loc, std::move(msg)));
   }
-  void warn(const SourceLoc &loc, std::string msg) {
+  void warn(const SourceLoc &loc, std::string msg,
+            std::optional<MscclConsequence> c = std::nullopt) {
+    if (c)
+      warningConsequences[v.warnings.size()] = *c;
     v.warnings.push_back(doc.diag(Severity::Warning, loc, std::move(msg)));
   }
   static SourceLoc at(const XmlElement *el, llvm::StringRef key) {
@@ -90,9 +212,16 @@ private:
   void checkFifo(const MscclAlgo &a);
   void checkExecution(const MscclAlgo &a);
 
+public:
+  void classifyFindings();
+
+private:
   const XmlDocument &doc;
   const MscclCheckOptions &opts;
   MscclVerdict &v;
+  /// Consequences that differ from the rule's default, by problem index.
+  std::map<size_t, MscclConsequence> overrides;
+  std::map<size_t, MscclConsequence> warningConsequences;
 };
 
 //===----------------------------------------------------------------------===//
@@ -111,7 +240,8 @@ void Checker::checkHygiene() {
     err(doc.locAt(first),
         llvm::formatv("rule 11: the file has {0} non-ASCII byte(s); use ASCII "
                       "only",
-                      nonAscii));
+                      nonAscii),
+        MscclConsequence::NonConforming);
 
   size_t extraSpaces = 0;
   SourceLoc firstExtraSpace;
@@ -121,7 +251,8 @@ void Checker::checkHygiene() {
           llvm::formatv("rule 11: <{0}> has {1} attribute slots (empty slots "
                         "from extra spaces included); the executor keeps the "
                         "first {2} and ignores the rest",
-                        el.name, el.attrs.size(), kMscclMaxAttrs));
+                        el.name, el.attrs.size(), kMscclMaxAttrs),
+          MscclConsequence::NonConforming);
     llvm::StringSet<> seen;
     for (const XmlAttr &a : el.attrs) {
       if (a.key.empty() && !a.hasValue) {
@@ -132,23 +263,28 @@ void Checker::checkHygiene() {
         continue;
       }
       if (!a.hasValue) {
-        err(a.loc, "rule 11: attribute '" + a.key + "' of <" + el.name +
-                       "> has no value");
+        err(a.loc,
+            "rule 11: attribute '" + a.key + "' of <" + el.name +
+                "> has no value",
+            MscclConsequence::NonConforming);
         continue;
       }
       if (!seen.insert(a.key).second)
         err(a.loc, "rule 11: duplicate attribute '" + a.key + "' in <" +
-                       el.name + "> (the executor uses the first one)");
+                       el.name + "> (the executor uses the first one)",
+            MscclConsequence::NonConforming);
       if (a.value.size() > kMscclMaxValueLen)
         err(a.valueLoc,
             llvm::formatv("rule 11: value of '{0}' has {1} characters; at "
                           "most {2} (longer values overflow the executor's "
                           "buffer)",
-                          a.key, a.value.size(), kMscclMaxValueLen));
+                          a.key, a.value.size(), kMscclMaxValueLen),
+            MscclConsequence::RunsWrongly);
       if (a.singleQuoted)
         err(a.valueLoc, "rule 11: value of '" + a.key +
                             "' opens with a single quote; only a double "
-                            "quote ends a value");
+                            "quote ends a value",
+            MscclConsequence::NonConforming);
       if (isIntAttr(el.name, a.key)) {
         bool plain = isPlainDecimal(a.value);
         bool fits = false;
@@ -168,11 +304,13 @@ void Checker::checkHygiene() {
                             a.key, a.value,
                             a.key == "minBytes" || a.key == "maxBytes"
                                 ? executorStrtoll(a.value)
-                                : executorStrtol(a.value)));
+                                : executorStrtol(a.value)),
+              MscclConsequence::NonConforming);
         else if (!fits)
           err(a.valueLoc, llvm::formatv("rule 11: {0}=\"{1}\" does not fit "
                                         "the executor's integer type",
-                                        a.key, a.value));
+                                        a.key, a.value),
+              MscclConsequence::RunsWrongly);
       }
     }
   }
@@ -206,7 +344,8 @@ bool Checker::checkTopLevel() {
     const XmlElement &el = doc.elements[doc.roots[i]];
     err(el.loc, "structure (2.2): <" + el.name +
                     "> after <algo>: a file holds exactly one <algo> and "
-                    "nothing else");
+                    "nothing else",
+        MscclConsequence::NonConforming);
   }
   return true;
 }
@@ -240,10 +379,12 @@ void Checker::checkLoadAlgo(const MscclAlgo &a) {
     return;
   if (a.nchannels < 1 || a.nchannels > kMscclMaxChannelsCheck)
     err(at(el, "nchannels"),
-        llvm::formatv("rule 1: nchannels={0} must lie in 1..32", a.nchannels));
+        llvm::formatv("rule 1: nchannels={0} must lie in 1..32", a.nchannels),
+        a.nchannels > kMscclMaxChannelsCheck ? MscclConsequence::RejectedAtLoad : MscclConsequence::Hangs);
   if (a.ngpus < 1)
     err(at(el, "ngpus"),
-        llvm::formatv("rule 4: ngpus={0} must be at least 1", a.ngpus));
+        llvm::formatv("rule 4: ngpus={0} must be at least 1", a.ngpus),
+        MscclConsequence::NonConforming);
   if (a.nchunksperloop < 1)
     err(at(el, "nchunksperloop"),
         llvm::formatv("rule 10: nchunksperloop={0} must be at least 1",
@@ -260,14 +401,14 @@ void Checker::checkLoadAlgo(const MscclAlgo &a) {
     int val = key == "inplace" ? a.inplace : a.outofplace;
     if (val != 0 && val != 1)
       err(at(el, key),
-          llvm::formatv("rule 10: {0}={1} must be 0 or 1", key, val));
+          llvm::formatv("rule 10: {0}={1} must be 0 or 1", key, val), MscclConsequence::NonConforming);
   }
   if (a.inplace == 0 && a.outofplace == 0)
     warn(el->loc, "inplace=\"0\" and outofplace=\"0\": the file is never "
                   "selected (1.3)");
   if (a.minBytes < 0)
     err(at(el, "minBytes"),
-        llvm::formatv("rule 10: minBytes={0} is negative", a.minBytes));
+        llvm::formatv("rule 10: minBytes={0} is negative", a.minBytes), MscclConsequence::NonConforming);
   if (a.maxBytes != 0 && a.maxBytes < a.minBytes)
     warn(at(el, "maxBytes"),
          llvm::formatv("maxBytes={0} is below minBytes={1}: the file is "
@@ -314,7 +455,8 @@ void Checker::checkStoredElements(const MscclAlgo &a) {
     if (n > kMscclMaxSubs)
       err(el.loc, llvm::formatv("limit (2.11): <{0}> has {1} <{2}> children; "
                                 "the executor stores at most {3} (overflow)",
-                                el.name, n, childName, kMscclMaxSubs));
+                                el.name, n, childName, kMscclMaxSubs),
+          MscclConsequence::RunsWrongly);
   };
   checkClose(*algoEl);
   checkSubs(*algoEl, "gpu");
@@ -359,7 +501,8 @@ void Checker::checkStoredElements(const MscclAlgo &a) {
             err(doc.elements[s.children.front()].loc,
                 "structure (2.2): <step> has a child element; the "
                 "executor's parser dereferences a null handler table here "
-                "(crash)");
+                "(crash)",
+                MscclConsequence::RunsWrongly);
         }
       }
     }
@@ -627,7 +770,8 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
          llvm::formatv("rank {0} launches {1} thread blocks, more than the "
                        "{2} SMs of the target: blocks spin-wait on each "
                        "other and must be co-resident (2.7)",
-                       r, byId.size(), opts.smCount));
+                       r, byId.size(), opts.smCount),
+         MscclConsequence::Hangs);
 
   // Buffer usage, for the i_chunks/o_chunks rule.
   bool usesBuf[3] = {false, false, false};
@@ -668,9 +812,16 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
     }
     // Limits.
     if (tb.steps.size() > opts.maxSteps)
-      err(tb.el->loc, llvm::formatv("limit (2.11): {0} has {1} steps; at most "
-                                    "{2} (MSCCL_MAX_NUM_STEPS)",
-                                    tw, tb.steps.size(), opts.maxSteps));
+      err(tb.el->loc,
+          llvm::formatv("limit (2.11): {0} has {1} steps; at most {2} "
+                        "(MSCCL_MAX_NUM_STEPS)",
+                        tw, tb.steps.size(), opts.maxSteps),
+          llvm::any_of(tb.steps,
+                       [&](const MscclStep &st) {
+                         return st.complete && st.s >= int(opts.maxSteps);
+                       })
+              ? MscclConsequence::RejectedAtLoad
+              : MscclConsequence::RunsWrongly);
     for (const MscclStep &st : tb.steps) {
       if (!st.complete)
         continue;
@@ -681,16 +832,19 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
             llvm::formatv("rule 6: {0} has s=\"{1}\"; s must equal the "
                           "0-based position in the block ({2}), nops "
                           "included",
-                          sw, st.s, st.position));
+                          sw, st.s, st.position),
+            MscclConsequence::NonConforming);
       if (st.type == MscclStepType::Nop && st.depid < 0)
         err(at(st.el, "depid"),
             llvm::formatv("rule 6: {0} is a nop without a dependency "
                           "(depid=\"{1}\"); the executor drops it and shifts "
                           "later positions",
-                          sw, st.depid));
+                          sw, st.depid),
+            MscclConsequence::RunsWrongly);
       if (st.depid < -1)
         err(at(st.el, "depid"),
-            llvm::formatv("rule 6: {0} has depid=\"{1}\"", sw, st.depid));
+            llvm::formatv("rule 6: {0} has depid=\"{1}\"", sw, st.depid),
+            MscclConsequence::NonConforming);
       if (st.depid == -1 && st.deps != -1)
         warn(
             at(st.el, "deps"),
@@ -713,7 +867,8 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
             err(at(st.el, "depid"),
                 llvm::formatv("rule 6: {0} depends on tb {1}; blocks others "
                               "depend on must have id <= {2} (8-bit depid)",
-                              sw, st.depid, kMscclMaxDependedBlock));
+                              sw, st.depid, kMscclMaxDependedBlock),
+                MscclConsequence::RunsWrongly);
           if (st.deps < 0 || st.deps >= int(t.steps.size())) {
             err(at(st.el, "deps"),
                 llvm::formatv("rule 6: {0} depends on step {1} of tb {2}, "
@@ -721,17 +876,32 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
                               sw, st.deps, st.depid, t.steps.size()));
           } else {
             const MscclStep &ts = t.steps[st.deps];
+            // The wait ends when any step at or after the target publishes.
+            bool later = false;
+            for (size_t p = st.deps + 1; p < t.steps.size(); ++p)
+              later |= t.steps[p].complete &&
+                       t.steps[p].type != MscclStepType::Nop &&
+                       t.steps[p].hasdep == 1;
+            std::string then =
+                later ? "; a later step of that block publishes, so the wait "
+                        "ends later than written"
+                      : "; no later step of that block publishes, so the "
+                        "wait never ends";
+            MscclConsequence c = later ? MscclConsequence::NonConforming
+                                       : MscclConsequence::Hangs;
             if (ts.complete && ts.type == MscclStepType::Nop)
               err(at(st.el, "deps"),
                   llvm::formatv("rule 6: {0} depends on step {1} of tb {2}, "
-                                "a nop (a nop never publishes)",
-                                sw, st.deps, st.depid));
+                                "a nop (a nop never publishes){3}",
+                                sw, st.deps, st.depid, then),
+                  c);
             else if (ts.complete && ts.hasdep != 1)
               err(at(st.el, "deps"),
                   llvm::formatv("rule 6: {0} depends on step {1} of tb {2}, "
                                 "which has hasdep=\"{3}\"; the target must "
-                                "publish (hasdep=\"1\")",
-                                sw, st.deps, st.depid, ts.hasdep));
+                                "publish (hasdep=\"1\"){4}",
+                                sw, st.deps, st.depid, ts.hasdep, then),
+                  c);
           }
         }
       }
@@ -742,7 +912,10 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
       // Rule 5 (local part): cnt >= 1 on transfers.
       if (st.cnt == 0)
         err(at(st.el, "cnt"),
-            llvm::formatv("rule 5: {0} has cnt=\"0\"; use cnt >= 1", sw));
+            llvm::formatv("rule 5: {0} has cnt=\"0\" and moves nothing; use "
+                          "cnt >= 1",
+                          sw),
+            MscclConsequence::NonConforming);
       // Rules 9 and 10: used operands.
       for (auto [used, buf, off, key] :
            {std::tuple{tr.readsSrc, &st.srcbuf, st.srcoff, "srcoff"},
@@ -765,14 +938,22 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
                             "buffer has {4} units ({1}_chunks)",
                             sw, *buf, off, off + st.cnt, sizes[b]));
       }
+      // The msccl-tools quirk (section 4) puts the sender's slot in src.
+      // A local operand at another offset than dst is suspicious, except
+      // the out-of-place reducescatter form i[r*N/g + c] -> o[c].
+      bool rsOutOfPlace = a.coll == "reducescatter" && st.srcbuf == "i" &&
+                          st.dstbuf == "o" && a.ngpus >= 1 &&
+                          st.srcoff == r * (a.nchunksperloop / a.ngpus) +
+                                           st.dstoff;
       if ((st.type == MscclStepType::Rrc || st.type == MscclStepType::Rrcs) &&
-          (st.srcbuf != st.dstbuf || st.srcoff != st.dstoff))
+          st.srcoff != st.dstoff && !rsOutOfPlace)
         warn(st.el->loc,
              llvm::formatv("rule 9: {0} ({1}) reduces into {2}[{3}] from the "
                            "local operand {4}[{5}]; msccl-tools writes the "
                            "sender's slot here by mistake (section 4)",
                            sw, st.typeName, st.dstbuf, st.dstoff, st.srcbuf,
-                           st.srcoff));
+                           st.srcoff),
+             MscclConsequence::RunsWrongly);
     }
   }
 
@@ -796,12 +977,14 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
         std::tuple{g.oChunks, nomO, usesBuf[1], "o_chunks"}}) {
     if (val < 0)
       err(at(g.el, key),
-          llvm::formatv("rule 10: rank {0} has {1}=\"{2}\"", r, key, val));
+          llvm::formatv("rule 10: rank {0} has {1}=\"{2}\"", r, key, val),
+          MscclConsequence::NonConforming);
     else if (nom >= 0 && val != nom && !(val == 0 && !used))
       err(at(g.el, key),
           llvm::formatv("rule 10: rank {0} has {1}=\"{2}\"; {3} needs {4} "
                         "(or 0 for a buffer the rank never addresses)",
-                        r, key, val, a.coll, nom));
+                        r, key, val, a.coll, nom),
+          MscclConsequence::NonConforming);
   }
 }
 
@@ -880,14 +1063,17 @@ void Checker::checkRules(const MscclAlgo &a) {
       continue;
     if (g.id < 0 || g.id >= a.ngpus)
       err(at(g.el, "id"),
-          llvm::formatv("rule 4: <gpu id=\"{0}\"> is not a rank of ngpus={1}",
-                        g.id, a.ngpus));
+          llvm::formatv("rule 4: <gpu id=\"{0}\"> is not a rank of ngpus={1}; "
+                        "the executor never parses it",
+                        g.id, a.ngpus),
+          MscclConsequence::NonConforming);
     else if (!seen.emplace(g.id, &g).second)
       err(at(g.el, "id"),
           llvm::formatv("rule 4: rank {0} has more than one <gpu>; the "
                         "executor parses both and counts their channels "
                         "twice",
-                        g.id));
+                        g.id),
+          MscclConsequence::RunsWrongly);
   }
   for (int r = 0; r < a.ngpus && r < 65536; ++r)
     if (!seen.count(r))
@@ -1011,6 +1197,32 @@ void Checker::checkExecution(const MscclAlgo &a) {
   v.computesCollective = dl && sem;
 }
 
+void Checker::classifyFindings() {
+  ElementContext ctx(doc);
+  v.findings.clear();
+  v.warningFindings.clear();
+  for (size_t i = 0; i < v.problems.size(); ++i) {
+    MscclFinding f;
+    f.diag = v.problems[i];
+    auto [rule, c] = classifyMessage(f.diag.message);
+    f.rule = rule;
+    auto o = overrides.find(i);
+    f.consequence = o != overrides.end() ? o->second : c;
+    ctx.fill(f);
+    v.findings.push_back(std::move(f));
+  }
+  for (size_t i = 0; i < v.warnings.size(); ++i) {
+    MscclFinding f;
+    f.diag = v.warnings[i];
+    f.rule = classifyMessage(f.diag.message).first;
+    auto o = warningConsequences.find(i);
+    if (o != warningConsequences.end())
+      f.consequence = o->second;
+    ctx.fill(f);
+    v.warningFindings.push_back(std::move(f));
+  }
+}
+
 void Checker::run() {
   checkHygiene();
   if (!checkTopLevel()) {
@@ -1018,11 +1230,48 @@ void Checker::run() {
     return;
   }
   DiagnosticList viewDiags;
-  std::optional<MscclAlgo> algo = buildMscclView(doc, viewDiags);
+  MscclViewOptions vo;
+  vo.legacy = opts.legacy;
+  std::optional<MscclAlgo> algo = buildMscclView(doc, viewDiags, vo);
   for (const Diagnostic &d : viewDiags.all())
     v.problems.push_back(d);
   if (!algo)
     return;
+  if (opts.legacy) {
+    if (algo->coll == "reduce_scatter") {
+      warn(at(algo->el, "coll"), "legacy dialect (section 3): "
+                                 "coll=\"reduce_scatter\" read as "
+                                 "reducescatter; the new executor rejects "
+                                 "this spelling at the scan");
+      algo->coll = "reducescatter";
+    }
+    if (algo->legacyOutofplace)
+      warn(algo->el->loc, "legacy dialect (section 3): outofplace is "
+                          "missing and taken as 1 - inplace; the new "
+                          "executor rejects the file at the scan");
+    for (llvm::StringRef k : {"minBytes", "maxBytes"})
+      if (!algo->el->find(k))
+        warn(algo->el->loc, "legacy dialect (section 3): " + k.str() +
+                                " is missing and takes the legacy default; "
+                                "the new executor rejects the file at the "
+                                "scan");
+  }
+  {
+    MscclAlgoInfo info;
+    MscclAlgoMeta &m = info.meta;
+    m.fileName = doc.fileName;
+    m.coll = algo->coll;
+    m.ngpus = algo->ngpus;
+    m.inplace = algo->inplace == 1;
+    m.outofplace = algo->outofplace == 1;
+    m.minBytes = algo->minBytes;
+    m.maxBytes = algo->maxBytes;
+    info.name = algo->name;
+    info.proto = algo->proto;
+    info.nchannels = algo->nchannels;
+    info.nchunksperloop = algo->nchunksperloop;
+    v.algo = std::move(info);
+  }
   checkScan(*algo);
   checkLoadAlgo(*algo);
   if (algo->complete && algo->ngpus >= 1)
@@ -1042,7 +1291,9 @@ void Checker::run() {
 MscclVerdict verifyMscclXml(llvm::StringRef text, llvm::StringRef fileName,
                             const MscclCheckOptions &opts) {
   MscclVerdict v;
-  llvm::Expected<XmlDocument> doc = readMscclXmlDocument(text, fileName);
+  size_t elementsBeforeError = 0;
+  llvm::Expected<XmlDocument> doc =
+      readMscclXmlDocument(text, fileName, &elementsBeforeError);
   if (!doc) {
     llvm::handleAllErrors(
         doc.takeError(),
@@ -1055,9 +1306,22 @@ MscclVerdict verifyMscclXml(llvm::StringRef text, llvm::StringRef fileName,
                                           SourceLoc{fileName.str(), 0, 0},
                                           eb.message(), ""});
         });
+    // The scan reads the first element: an error in or before it already
+    // fails there.
+    for (const Diagnostic &d : v.problems) {
+      MscclFinding f;
+      f.diag = d;
+      f.rule = "lexical";
+      f.consequence = elementsBeforeError == 0
+                          ? MscclConsequence::RejectedAtScan
+                          : MscclConsequence::RejectedAtLoad;
+      v.findings.push_back(std::move(f));
+    }
     return v;
   }
-  Checker(*doc, opts, v).run();
+  Checker checker(*doc, opts, v);
+  checker.run();
+  checker.classifyFindings();
   return v;
 }
 
@@ -1068,6 +1332,38 @@ MscclCheckResult checkMscclXml(llvm::StringRef text, llvm::StringRef fileName,
   r.errors = std::move(v.problems);
   r.warnings = std::move(v.warnings);
   return r;
+}
+
+llvm::StringRef mscclConsequenceText(MscclConsequence c) {
+  switch (c) {
+  case MscclConsequence::RejectedAtScan:
+    return "rejected by the executor (scan)";
+  case MscclConsequence::RejectedAtLoad:
+    return "rejected by the executor (load)";
+  case MscclConsequence::Hangs:
+    return "hangs";
+  case MscclConsequence::RunsWrongly:
+    return "runs wrongly";
+  case MscclConsequence::NonConforming:
+    return "non-conforming";
+  }
+  return "?";
+}
+
+llvm::StringRef mscclConsequenceKey(MscclConsequence c) {
+  switch (c) {
+  case MscclConsequence::RejectedAtScan:
+    return "rejected-scan";
+  case MscclConsequence::RejectedAtLoad:
+    return "rejected-load";
+  case MscclConsequence::Hangs:
+    return "hangs";
+  case MscclConsequence::RunsWrongly:
+    return "runs-wrongly";
+  case MscclConsequence::NonConforming:
+    return "non-conforming";
+  }
+  return "?";
 }
 
 std::vector<Diagnostic>

@@ -17,6 +17,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,46 @@ struct MscclCheckOptions {
   unsigned smCount = 108;
   /// Import into the IR and check deadlock, races and the postcondition.
   bool checkExecution = true;
+  /// Accept the legacy microsoft/msccl dialect (MSCCL_XML.md section 3):
+  /// missing outofplace, minBytes, maxBytes take the legacy defaults and
+  /// coll="reduce_scatter" is read as reducescatter (a warning each). The
+  /// file is still checked against the new executor otherwise.
+  bool legacy = false;
+};
+
+/// What a finding means on the real msccl-executor-nccl runtime.
+enum class MscclConsequence {
+  /// The executor's parser fails at the directory scan (<algo> only).
+  RejectedAtScan,
+  /// The executor's parser fails when a communicator loads the file.
+  RejectedAtLoad,
+  /// Loaded, but some block waits forever (FIFO mismatch, unconnected
+  /// channel, dependency never released, deadlock cycle).
+  Hangs,
+  /// Loaded and runs to completion (or crashes), but computes a wrong
+  /// result or corrupts memory (race, wrong local operand, out of bounds).
+  RunsWrongly,
+  /// Loaded and runs as written, but breaks a rule a conforming file keeps
+  /// (e.g. misnumbered s, non-decimal integers); fragile, not wrong today.
+  NonConforming,
+};
+
+/// "rejected by the executor (scan)", "hangs", ... (stable CLI/JSON text).
+llvm::StringRef mscclConsequenceText(MscclConsequence c);
+/// "rejected-scan", "rejected-load", "hangs", "runs-wrongly",
+/// "non-conforming" (stable JSON keys).
+llvm::StringRef mscclConsequenceKey(MscclConsequence c);
+
+/// One classified diagnostic. rank, tb and step are -1 where the finding is
+/// not about one rank, block or step (step is the 0-based position).
+struct MscclFinding {
+  Diagnostic diag;
+  /// The rule it violates: "lexical", "attribute", "structure", "scan",
+  /// "load", "limit", "rule 1" .. "rule 11", "postcondition", "import".
+  std::string rule;
+  /// Set on every error; on warnings only where the risk is known.
+  std::optional<MscclConsequence> consequence;
+  int rank = -1, tb = -1, step = -1;
 };
 
 struct MscclCheckResult {
@@ -41,6 +82,23 @@ struct MscclCheckResult {
 /// Every problem of the file: errors make it non-conforming.
 MscclCheckResult checkMscclXml(llvm::StringRef text, llvm::StringRef fileName,
                                const MscclCheckOptions &opts = {});
+
+/// Selection metadata of one file (the <algo> attributes), for the check
+/// across the files of one algorithm directory.
+struct MscclAlgoMeta {
+  std::string fileName;
+  std::string coll;
+  int ngpus = 0;
+  bool inplace = false, outofplace = false;
+  long long minBytes = 0, maxBytes = 0;
+};
+
+/// What a verified file declares in its <algo> element.
+struct MscclAlgoInfo {
+  MscclAlgoMeta meta; ///< for checkMscclWindowOverlaps
+  std::string name, proto;
+  int nchannels = 0, nchunksperloop = 0;
+};
 
 /// The checker's findings split into the four properties the corpus tests.
 struct MscclVerdict {
@@ -54,6 +112,12 @@ struct MscclVerdict {
   bool computesCollective = false;
   std::vector<Diagnostic> problems; ///< errors
   std::vector<Diagnostic> warnings;
+  /// problems[i] classified (same order and size as `problems`).
+  std::vector<MscclFinding> findings;
+  /// warnings[i] classified (same order and size as `warnings`).
+  std::vector<MscclFinding> warningFindings;
+  /// The <algo> attributes, when the <algo> element could be read.
+  std::optional<MscclAlgoInfo> algo;
 
   bool accepted() const {
     return formatOk && deadlockFree && raceFree && computesCollective;
@@ -63,15 +127,6 @@ struct MscclVerdict {
 MscclVerdict verifyMscclXml(llvm::StringRef text, llvm::StringRef fileName,
                             const MscclCheckOptions &opts = {});
 
-/// Selection metadata of one file (the <algo> attributes), for the check
-/// across the files of one algorithm directory.
-struct MscclAlgoMeta {
-  std::string fileName;
-  std::string coll;
-  int ngpus = 0;
-  bool inplace = false, outofplace = false;
-  long long minBytes = 0, maxBytes = 0;
-};
 
 /// Warnings for files of the same (coll, ngpus, mode) whose size windows
 /// overlap (1.3): the executor picks the smaller path.

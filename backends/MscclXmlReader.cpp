@@ -328,6 +328,12 @@ bool Lexer::getNode(RawNode &node) {
 
 llvm::Expected<XmlDocument> readMscclXmlDocument(llvm::StringRef text,
                                                  llvm::StringRef fileName) {
+  return readMscclXmlDocument(text, fileName, nullptr);
+}
+
+llvm::Expected<XmlDocument> readMscclXmlDocument(llvm::StringRef text,
+                                                 llvm::StringRef fileName,
+                                                 size_t *elementsBeforeError) {
   XmlDocument doc;
   doc.fileName = fileName.str();
   doc.text = text.str();
@@ -340,6 +346,8 @@ llvm::Expected<XmlDocument> readMscclXmlDocument(llvm::StringRef text,
   std::vector<unsigned> stack;
   RawNode node;
   auto failWith = [&](Diagnostic d) -> llvm::Error {
+    if (elementsBeforeError)
+      *elementsBeforeError = doc.elements.size();
     return llvm::make_error<DiagnosticError>(std::vector<Diagnostic>{d});
   };
   while (true) {

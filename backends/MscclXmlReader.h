@@ -87,6 +87,13 @@ struct XmlDocument {
 /// written as C escapes).
 llvm::Expected<XmlDocument> readMscclXmlDocument(llvm::StringRef text,
                                                  llvm::StringRef fileName);
+/// The same; on a lexical error `*elementsBeforeError` is the number of
+/// start tags read completely before it. 0 means the error lies in or before
+/// the first element, which the executor's directory scan reads, so the scan
+/// already fails; otherwise only the load fails.
+llvm::Expected<XmlDocument> readMscclXmlDocument(llvm::StringRef text,
+                                                 llvm::StringRef fileName,
+                                                 size_t *elementsBeforeError);
 
 /// C strtol(value, NULL, 0) as the executor reads integers (base prefixes,
 /// octal on a leading 0, trailing garbage ignored, non-numbers are 0),

@@ -57,7 +57,8 @@ namespace {
 
 /// An internal error: `pass` turned `before` (absent for a lowering) into a
 /// schedule the verifier rejects.
-llvm::Error passBroke(llvm::StringRef pass, const std::optional<Schedule> &before,
+llvm::Error passBroke(llvm::StringRef pass,
+                      const std::optional<Schedule> &before,
                       const Schedule &after, llvm::Error problems) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -109,9 +110,8 @@ llvm::Error checkRequest(const CompileRequest &req) {
   return llvm::Error::success();
 }
 
-const llvm::StringRef kPassNames[] = {"fuse", "assign-channels",
-                                      "assign-threadblocks",
-                                      "legalize-dependencies"};
+const llvm::StringRef kPassNames[] = {
+    "fuse", "assign-channels", "assign-threadblocks", "legalize-dependencies"};
 
 /// The transform registered under `name` (one of kPassNames).
 std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
@@ -126,9 +126,8 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
   if (name == "assign-channels")
     return [](Schedule &s) { return passes::assignChannels(s); };
   if (name == "assign-threadblocks")
-    return [limits](Schedule &s) {
-      return passes::assignThreadblocks(s, limits);
-    };
+    return
+        [limits](Schedule &s) { return passes::assignThreadblocks(s, limits); };
   assert(name == "legalize-dependencies" && "unknown pass");
   return [](Schedule &s) {
     passes::legalizeDependencies(s);
@@ -138,39 +137,44 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
 
 } // namespace
 
-llvm::Expected<CompiledPlan> compile(int32_t numRanks,
-                                     const CompileRequest &req,
-                                     PassLogger &log) {
+llvm::Expected<CompiledPlan>
+compile(int32_t numRanks, const CompileRequest &req, PassLogger &log) {
   if (auto err = checkRequest(req))
     return err;
-  passes::RingOptions ring{req.collective, numRanks, req.channels, req.chunks,
-                           req.ringOrder, req.inplace, req.name};
+  passes::RingOptions ring{req.collective, numRanks,      req.channels,
+                           req.chunks,     req.ringOrder, req.inplace,
+                           req.name};
   const bool each = req.verifyEach;
   Schedule s;
+  auto run = [&](llvm::StringRef pass, bool verify) {
+    return runPass(pass, s, log, verify, passNamed(pass, req));
+  };
+  auto lower = [&](Schedule &out) -> llvm::Error {
+    auto lowered = passes::lowerRing(ring);
+    if (!lowered)
+      return lowered.takeError();
+    out = std::move(*lowered);
+    return llvm::Error::success();
+  };
+
   // Ring order -> unfused send/recv/reduce chains, one chain per channel.
-  if (auto err = runPass("lower-ring", s, log, /*verify=*/false, [&](Schedule &s) -> llvm::Error {
-        auto lowered = passes::lowerRing(ring);
-        if (!lowered)
-          return lowered.takeError();
-        s = std::move(*lowered);
-        return llvm::Error::success();
-      }))
+  if (auto err = runPass("lower-ring", s, log, /*verify=*/false, lower))
     return err;
   // Always: a lowering bug must be caught where it is made, with its IR.
   if (llvm::Error problems = ir::verifySchedule(s))
     return passBroke("lower-ring", std::nullopt, s, std::move(problems));
   // MSCCL's fused primitives (rcs, rrs, rrc, rrcs) halve steps and copies.
-  if (auto err = runPass("fuse", s, log, each, passNamed("fuse", req)))
+  if (auto err = run("fuse", each))
     return err;
   // Each ring gets its own MSCCL channel (its own connections and FIFOs).
-  if (auto err = runPass("assign-channels", s, log, each, passNamed("assign-channels", req)))
+  if (auto err = run("assign-channels", each))
     return err;
   // One send and one receive peer per threadblock; enforces the step limits.
-  if (auto err = runPass("assign-threadblocks", s, log, each, passNamed("assign-threadblocks", req)))
+  if (auto err = run("assign-threadblocks", each))
     return err;
   // MSCCL steps carry one dependency; the rest become nops. Always verified:
   // it is cheap, and this schedule is the product.
-  if (auto err = runPass("legalize-dependencies", s, log, /*verify=*/true, passNamed("legalize-dependencies", req)))
+  if (auto err = run("legalize-dependencies", /*verify=*/true))
     return err;
   return CompiledPlan{std::move(s), req.algorithm};
 }
@@ -185,9 +189,10 @@ llvm::Expected<Schedule> runSinglePass(llvm::StringRef name, Schedule s,
     std::string names;
     for (llvm::StringRef n : kPassNames)
       names += (names.empty() ? "" : ", ") + n.str();
-    return makeUserError("unknown pass '" + name + "'" +
-                         (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                         " (passes: " + names + ")");
+    return makeUserError(
+        "unknown pass '" + name + "'" +
+        (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+        " (passes: " + names + ")");
   }
   if (auto err = checkRequest(req))
     return err;
@@ -198,8 +203,9 @@ llvm::Expected<Schedule> runSinglePass(llvm::StringRef name, Schedule s,
                        : Stage::ThreadblocksAssigned;
   if (s.stage != expected && !(name == "fuse" && s.stage == Stage::Fused))
     return makeUserError("pass '" + name + "' expects a schedule at stage '" +
-                         ir::stageName(expected) + "', the input is at stage '" +
-                         ir::stageName(s.stage) + "'");
+                         ir::stageName(expected) +
+                         "', the input is at stage '" + ir::stageName(s.stage) +
+                         "'");
   // The passes assume a valid input; a failure afterwards is then theirs.
   if (llvm::Error problems = ir::verifySchedule(s))
     return makeUserError("the input schedule is invalid:\n" +

@@ -71,9 +71,8 @@ struct CompiledPlan {
 /// the end (and after every pass with verifyEach). User errors for bad
 /// requests and limits; an internal error (with the IR before and after)
 /// when a pass produces a schedule the verifier rejects.
-llvm::Expected<CompiledPlan> compile(int32_t numRanks,
-                                     const CompileRequest &req,
-                                     PassLogger &log);
+llvm::Expected<CompiledPlan>
+compile(int32_t numRanks, const CompileRequest &req, PassLogger &log);
 
 /// Names accepted by runSinglePass, in pipeline order.
 llvm::ArrayRef<llvm::StringRef> passNames();

@@ -20,8 +20,7 @@ constexpr int32_t kMaxChannels = 32;
 
 /// REQUIRES: s.stage is Fused; every message has both ends. A user error
 /// when more than `maxChannels` channels would be needed.
-llvm::Error assignChannels(ir::Schedule &s,
-                           int32_t maxChannels = kMaxChannels);
+llvm::Error assignChannels(ir::Schedule &s, int32_t maxChannels = kMaxChannels);
 
 } // namespace topocc::passes
 

@@ -1,10 +1,12 @@
-//===- compiler/passes/AssignThreadblocks.h - Threadblock per op -*- C++ -*-===//
+//===- compiler/passes/AssignThreadblocks.h - Threadblock per op -*- C++
+//-*-===//
 //
 // Packs each rank's ops into MSCCL threadblocks: one send peer and one receive
 // peer per threadblock, all on one channel; ids dense from 0 in order of first
 // use; each threadblock runs its ops in list order. Enforces the MSCCL limits
 // on the legalized result (steps per threadblock with nops, dependency-target
-// ids < 128, 1024 threadblocks). Stage: ChannelsAssigned -> ThreadblocksAssigned.
+// ids < 128, 1024 threadblocks). Stage: ChannelsAssigned ->
+// ThreadblocksAssigned.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PASSES_ASSIGNTHREADBLOCKS_H

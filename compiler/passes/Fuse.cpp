@@ -263,7 +263,7 @@ bool fuseRecvReduce(RankFuser &f, OpId b) {
     f.merge(a, b, recvReduceCopy(f.ops[a], red.src, red.dst));
     return true;
   }
-  // recv(t) ; reduce(x += t) -> rrc(x = x + msg)   when t is scratch read by no one else
+  // recv(t) ; reduce(x += t) -> rrc(x = x + msg)   (t scratch, no other reader)
   a = findProducer(f, b, [&](const Op &p) {
     return p.kind == OpKind::Recv && p.dst == red.src &&
            p.dst.buffer == BufferKind::Scratch;
@@ -298,7 +298,7 @@ bool fuseForward(RankFuser &f, OpId b) {
 
 bool dropDeadScratch(RankFuser &f, OpId b) {
   Op &op = f.ops[b];
-  // rrcs(t = x + msg) -> rrs(x + msg)   when t is scratch read by no one else
+  // rrcs(t = x + msg) -> rrs(x + msg)   (t scratch, no other reader)
   if (op.kind != OpKind::RecvReduceCopySend ||
       op.dst.buffer != BufferKind::Scratch ||
       !f.othersReadOnlyOutside(op.dst, b, b, false))
@@ -317,9 +317,8 @@ void fuse(Schedule &s) {
     RankFuser f(rp);
     f.apply(fuseRecvReduce);
     f.apply(fuseForward);
-    bool changed = f.apply([](RankFuser &f, OpId b) {
-      return dropDeadScratch(f, b);
-    });
+    bool changed =
+        f.apply([](RankFuser &f, OpId b) { return dropDeadScratch(f, b); });
     (void)changed;
     int32_t scratchEnd = 0;
     for (const Op &op : rp.ops)

@@ -1,4 +1,5 @@
-//===- compiler/passes/Fuse.h - Fuse receive chains into MSCCL ops -*- C++ -*-===//
+//===- compiler/passes/Fuse.h - Fuse receive chains into MSCCL ops -*- C++
+//-*-===//
 //
 // Fuses a receive with the reduce and the send that consume it into the
 // combined MSCCL primitives rcs, rrc, rrcs and rrs (rules written above the

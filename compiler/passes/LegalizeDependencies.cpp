@@ -34,8 +34,8 @@ void legalizeRank(RankProgram &rp) {
   for (const Op &op : rp.ops)
     numTbs = std::max(numTbs, op.threadblock + 1);
   std::vector<Op> out;
-  std::vector<Clock> clock;                 // per new op
-  std::vector<int32_t> pos;                 // per new op: position in its tb
+  std::vector<Clock> clock; // per new op
+  std::vector<int32_t> pos; // per new op: position in its tb
   std::vector<OpId> newId(rp.ops.size(), kNone);
   std::vector<int32_t> tbLen(numTbs, 0);
   std::vector<OpId> tbLast(numTbs, kNone);

@@ -36,8 +36,8 @@ namespace {
 class RingLowering {
 public:
   RingLowering(const RingOptions &o, std::vector<RankId> ring)
-      : o(o), ring(std::move(ring)), n(o.numRanks), c(o.channels),
-        k(o.chunks) {}
+      : o(o), ring(std::move(ring)), n(o.numRanks), c(o.channels), k(o.chunks) {
+  }
 
   Schedule run();
 
@@ -146,7 +146,8 @@ void RingLowering::lowerChannel(int32_t p, int32_t ch) {
           RankId q = rankAt(p - shift - t);
           BufferRef own = in(dataUnit(q, ch, j));
           BufferRef result =
-              inplace ? own : (ar ? out(dataUnit(q, ch, j)) : out(localUnit(ch, j)));
+              inplace ? own
+                      : (ar ? out(dataUnit(q, ch, j)) : out(localUnit(ch, j)));
           if (inplace) {
             BufferRef sc = scratch(ch, j, t);
             emitRecv(r, sc, prev, recvMsg);
@@ -171,7 +172,8 @@ void RingLowering::lowerChannel(int32_t p, int32_t ch) {
       }
       case Collective::AllGather: {
         if (t == 0) {
-          BufferRef src = inplace ? out(dataUnit(r, ch, j)) : in(localUnit(ch, j));
+          BufferRef src =
+              inplace ? out(dataUnit(r, ch, j)) : in(localUnit(ch, j));
           emitSend(r, src, next, sendMsg);
         } else {
           BufferRef dst = out(dataUnit(rankAt(p - t), ch, j));
@@ -197,12 +199,11 @@ Schedule RingLowering::run() {
   s.chunksPerLoop = n * c * k;
   s.inplace = o.inplace;
   s.stage = Stage::Lowered;
-  s.name = o.name.empty()
-               ? llvm::formatv("ring{0}_{1}_c{2}_k{3}_{4}", n,
-                               collectiveName(o.collective), c, k,
-                               o.inplace ? "inplace" : "outofplace")
-                     .str()
-               : o.name;
+  s.name = o.name.empty() ? llvm::formatv("ring{0}_{1}_c{2}_k{3}_{4}", n,
+                                          collectiveName(o.collective), c, k,
+                                          o.inplace ? "inplace" : "outofplace")
+                                .str()
+                          : o.name;
   s.ranks.resize(n);
   for (int32_t p = 0; p < n; ++p)
     for (int32_t ch = 0; ch < c; ++ch)
@@ -240,8 +241,8 @@ Schedule RingLowering::run() {
 std::string checkRingOrder(llvm::ArrayRef<RankId> ring, int32_t n) {
   std::vector<std::string> problems;
   if (static_cast<int32_t>(ring.size()) != n)
-    problems.push_back(llvm::formatv("it has {0} entries, expected {1}",
-                                     ring.size(), n));
+    problems.push_back(
+        llvm::formatv("it has {0} entries, expected {1}", ring.size(), n));
   std::vector<int> seen(n, 0);
   for (RankId r : ring) {
     if (r < 0 || r >= n)

@@ -1,4 +1,5 @@
-//===- compiler/passes/LowerRing.h - Ring collectives to schedule IR -*- C++ -*-===//
+//===- compiler/passes/LowerRing.h - Ring collectives to schedule IR -*- C++
+//-*-===//
 //
 // Lowers ring allreduce (reduce-scatter then all-gather), allgather and
 // reducescatter over a ring order to unfused primitive ops (send, recv,

@@ -71,77 +71,109 @@ struct PredRecorder : boost::base_visitor<PredRecorder> {
 
 } // namespace
 
-Route Topology::routeDevices(int src, int dst) const {
-  Route r;
-  if (src < 0 || dst < 0 || src >= static_cast<int>(devices_.size()) ||
-      dst >= static_cast<int>(devices_.size()))
-    return r;
-  if (src == dst) {
-    r.exists = true;
-    r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
-    return r;
-  }
-  Graph g(devices_.size());
-  for (size_t i = 0; i < links_.size(); ++i) {
-    const Link &l = links_[i];
+namespace {
+
+/// Single-source widest-then-shortest tree from `src`.
+struct RouteTree {
+  Graph g;
+  std::vector<EdgeDesc> predEdge;
+  std::vector<bool> hasPred;
+};
+
+void buildTree(const Topology &t, int src, RouteTree &tree) {
+  size_t n = t.devices().size();
+  tree.g = Graph(n);
+  for (size_t i = 0; i < t.links().size(); ++i) {
+    const Link &l = t.link(static_cast<int>(i));
     for (int dir = 0; dir < 2; ++dir) {
       int u = dir == 0 ? l.from : l.to;
       int v = dir == 0 ? l.to : l.from;
       // Only the source GPU may send; other GPUs are endpoints only.
-      if (devices_[u].kind == DeviceKind::Gpu && u != src)
+      if (t.device(u).kind == DeviceKind::Gpu && u != src)
         continue;
       if (l.effectiveCapacity(dir) <= 0)
         continue;
       boost::add_edge(u, v,
                       EdgeProp{static_cast<int>(i), dir,
                                Cost{l.effectiveCapacity(dir), 1}},
-                      g);
+                      tree.g);
     }
   }
-  std::vector<Cost> dist(devices_.size());
-  std::vector<EdgeDesc> predEdge(devices_.size());
-  std::vector<bool> hasPred(devices_.size(), false);
-  std::vector<boost::default_color_type> color(devices_.size());
-  auto index = boost::get(boost::vertex_index, g);
-  auto distMap = boost::make_iterator_property_map(dist.begin(), index);
+  std::vector<Cost> dist(n);
+  tree.predEdge.assign(n, EdgeDesc());
+  tree.hasPred.assign(n, false);
+  std::vector<boost::default_color_type> color(n);
+  auto index = boost::get(boost::vertex_index, tree.g);
   PredRecorder rec;
-  rec.preds = &predEdge;
-  rec.has = &hasPred;
+  rec.preds = &tree.predEdge;
+  rec.has = &tree.hasPred;
   const Cost inf{-1, INT_MAX};
   const Cost zero{std::numeric_limits<double>::infinity(), 0};
   boost::dijkstra_shortest_paths(
-      g, static_cast<std::size_t>(src),
-      boost::weight_map(boost::get(&EdgeProp::weight, g))
-          .distance_map(distMap)
+      tree.g, static_cast<std::size_t>(src),
+      boost::weight_map(boost::get(&EdgeProp::weight, tree.g))
+          .distance_map(boost::make_iterator_property_map(dist.begin(), index))
           .distance_compare(Better())
           .distance_combine(Extend())
           .distance_inf(inf)
           .distance_zero(zero)
           .color_map(boost::make_iterator_property_map(color.begin(), index))
           .visitor(boost::make_dijkstra_visitor(rec)));
-  if (!hasPred[dst])
+}
+
+Route extractRoute(const Topology &t, const RouteTree &tree, int src,
+                   int dst) {
+  Route r;
+  r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
+  if (src == dst) {
+    r.exists = true;
     return r;
+  }
+  if (!tree.hasPred[dst])
+    return Route{};
   std::vector<Hop> hops;
   for (int v = dst; v != src;) {
-    EdgeDesc e = predEdge[v];
-    const EdgeProp &p = g[e];
-    int u = static_cast<int>(boost::source(e, g));
+    EdgeDesc e = tree.predEdge[v];
+    const EdgeProp &p = tree.g[e];
+    int u = static_cast<int>(boost::source(e, tree.g));
     hops.push_back(Hop{p.link, p.dir, u, v});
     v = u;
-    if (hops.size() > devices_.size())
+    if (hops.size() > t.devices().size())
       return Route{}; // cannot happen: predecessor chains are acyclic
   }
   std::reverse(hops.begin(), hops.end());
   r.exists = true;
-  r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
   for (const Hop &h : hops) {
-    const Link &l = links_[h.link];
+    const Link &l = t.link(h.link);
     r.bottleneck = std::min(r.bottleneck, l.effectiveCapacity(h.dir));
     r.rawBottleneck = std::min(r.rawBottleneck, l.capacity(h.dir));
     r.latency += l.latency;
   }
   r.hops = std::move(hops);
   return r;
+}
+
+} // namespace
+
+Route Topology::routeDevices(int src, int dst) const {
+  int n = static_cast<int>(devices_.size());
+  if (src < 0 || dst < 0 || src >= n || dst >= n)
+    return Route{};
+  RouteTree tree;
+  buildTree(*this, src, tree);
+  return extractRoute(*this, tree, src, dst);
+}
+
+std::vector<Route> Topology::routesFrom(int fromRank) const {
+  std::vector<Route> out(ranks_.size());
+  if (fromRank < 0 || fromRank >= numRanks())
+    return out;
+  RouteTree tree;
+  int src = ranks_[fromRank];
+  buildTree(*this, src, tree);
+  for (size_t r = 0; r < ranks_.size(); ++r)
+    out[r] = extractRoute(*this, tree, src, ranks_[r]);
+  return out;
 }
 
 Route Topology::route(int fromRank, int toRank) const {

@@ -178,6 +178,8 @@ public:
   /// from rank `fromRank` to rank `toRank`. Only switches and NICs forward:
   /// no GPU is an intermediate hop. !found() when no such route exists.
   Route route(int fromRank, int toRank) const;
+  /// route(fromRank, r) for every rank r, from one single-source search.
+  std::vector<Route> routesFrom(int fromRank) const;
   /// The same between any two devices.
   Route routeDevices(int fromDevice, int toDevice) const;
   /// route(), or a user error "no route from A to B ...".

@@ -487,10 +487,15 @@ void Parser::parseClasses(const YAML::Node &n) {
     return;
   for (const Entry &c : classEntries) {
     Entries e;
-    if (!asMap(c.value, "link class '" + c.key + "'", e, kLinkAttrKeys))
+    size_t errorsBefore = errorCount;
+    if (!asMap(c.value, "link class '" + c.key + "'", e, kLinkAttrKeys)) {
+      classes[c.key] = LinkAttrs();
       continue;
+    }
     LinkAttrs a;
     bool ok = parseLinkAttrs(e, a, c.value);
+    // Unknown or merged keys were reported: no "missing key" cascade.
+    ok &= errorCount == errorsBefore;
     if (!get(e, "bandwidth") && ok) {
       error(c.value, "missing required key 'bandwidth' in link class '" +
                          c.key + "'");

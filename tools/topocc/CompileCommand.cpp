@@ -167,10 +167,10 @@ llvm::Error runCompile(const CompileOptions &opts) {
     if (!opts.scenario.empty())
       if (auto err = topo::applyScenario(*topo, opts.scenario))
         return err;
-    req.name = llvm::formatv("{0}_{1}_{2}_{3}", topo->name(), opts.algorithm,
-                             opts.collective,
-                             opts.inplace ? "inplace" : "outofplace")
-                   .str();
+    req.name =
+        llvm::formatv("{0}_{1}_{2}_{3}", topo->name(), opts.algorithm,
+                      opts.collective, opts.inplace ? "inplace" : "outofplace")
+            .str();
     auto plan = compile(topo->numRanks(), req, log);
     log.printTimings(llvm::errs());
     if (!plan)

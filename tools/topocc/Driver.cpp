@@ -7,7 +7,27 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
 
+#include <map>
+
 namespace topocc::driver {
+
+namespace {
+using RegisterFn = void (*)(CLI::App &);
+std::map<std::string, RegisterFn> &commandRegistry() {
+  static std::map<std::string, RegisterFn> registry;
+  return registry;
+}
+} // namespace
+
+CommandRegistration::CommandRegistration(const char *name,
+                                         void (*registerFn)(CLI::App &)) {
+  commandRegistry()[name] = registerFn;
+}
+
+void registerAllCommands(CLI::App &app) {
+  for (auto &[name, fn] : commandRegistry())
+    fn(app);
+}
 
 int &commandExitCode() {
   static int code = kExitOk;

@@ -39,6 +39,16 @@ llvm::Error checkFormat(llvm::StringRef format);
 void registerShowCommand(CLI::App &app);
 void registerCompileCommand(CLI::App &app);
 
+/// Further subcommands register themselves from their own file with a static
+/// object, so adding a command touches no other file:
+///   static CommandRegistration reg("verify", registerVerifyCommand);
+/// main() adds them in name order after `show` and `compile`.
+struct CommandRegistration {
+  CommandRegistration(const char *name, void (*registerFn)(CLI::App &));
+};
+/// Adds every self-registered command to `app`.
+void registerAllCommands(CLI::App &app);
+
 } // namespace topocc::driver
 
 #endif // TOPOCC_TOOLS_DRIVER_H

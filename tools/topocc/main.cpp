@@ -16,6 +16,7 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   registerShowCommand(app);
   registerCompileCommand(app);
+  registerAllCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

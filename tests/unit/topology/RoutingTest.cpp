@@ -158,3 +158,24 @@ nodes:
   EXPECT_TRUE(r.hops.empty());
   EXPECT_FALSE(t.route(0, 7).found());
 }
+
+TEST(RoutingTest, RoutesFromMatchesPairwiseRoutes) {
+  Topology t = parseOk(R"(schema: topocc/v1
+nodes:
+  - name: a
+    gpus: [ "g{g:0-3}" ]
+    switches: [ { name: "s{s:0-1}", kind: nvswitch } ]
+    links:
+      - { from: "g{g:0-3}", to: s0, type: nvlink, bandwidth: 25 GB/s }
+      - { from: "g{g:0-1}", to: s1, type: nvlink, bandwidth: 50 GB/s }
+)");
+  for (int a = 0; a < t.numRanks(); ++a) {
+    std::vector<Route> all = t.routesFrom(a);
+    for (int b = 0; b < t.numRanks(); ++b) {
+      Route one = t.route(a, b);
+      EXPECT_EQ(path(t, all[b]), path(t, one));
+      EXPECT_DOUBLE_EQ(all[b].bottleneck, one.bottleneck);
+    }
+  }
+  EXPECT_EQ(path(t, t.route(0, 1)), "a/g0 > a/s1 > a/g1");
+}

@@ -1,0 +1,691 @@
+//===- compiler/algorithms/RingSearch.cpp - Bandwidth-aware ring orders ---===//
+//
+// A group search orders a set of ranks (all ranks, or one node's GPUs between
+// a fixed entry and exit GPU) under the cost model's ring objective
+//   time = steps * msg * max_res(load_res / cap_res) + latency,
+// exactly (branch and bound: loads only grow along a partial ring, so the
+// partial bottleneck plus the partial latency sum is a lower bound) or
+// heuristically (greedy widest neighbour, then 2-opt and Or-opt moves).
+// Further rings are chosen greedily on the residual capacities and shares
+// are set so that all rings finish together.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/algorithms/RingSearch.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+
+namespace topocc::algorithms {
+
+using analysis::LinkModel;
+using analysis::NicPair;
+using analysis::PathFlow;
+using analysis::RingChannel;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kRel = 1e-12; ///< strict improvement threshold
+
+/// Concatenates device-to-device flows (the fractions add up per resource).
+PathFlow concat(llvm::ArrayRef<PathFlow> parts) {
+  PathFlow f;
+  f.found = true;
+  f.bandwidth = f.rawBandwidth = kInf;
+  std::map<int, double> byRes;
+  for (const PathFlow &p : parts) {
+    if (!p.found)
+      return PathFlow{};
+    f.bandwidth = std::min(f.bandwidth, p.bandwidth);
+    f.rawBandwidth = std::min(f.rawBandwidth, p.rawBandwidth);
+    f.latency += p.latency;
+    f.hops += p.hops;
+    for (auto [r, x] : p.res)
+      byRes[r] += x;
+  }
+  f.res.assign(byRes.begin(), byRes.end());
+  return f;
+}
+
+/// Orders a group of k ranks (group indices 0..k-1) into a cycle that starts
+/// at `first` and, when `last` >= 0, ends at `last`, whose closing hop then
+/// uses `closing` instead of the direct flow.
+class GroupSearch {
+public:
+  GroupSearch(std::vector<const PathFlow *> flows, int k,
+              const std::vector<double> &cap, double scale, double msg,
+              int window, int first, int last, const PathFlow *closing)
+      : flow(std::move(flows)), k(k), cap(cap), scale(scale), window(window),
+        first(first), last(last), closing(closing) {
+    lat.assign(static_cast<size_t>(k) * k, 0);
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b)
+        if (a != b && flow[a * k + b]->found)
+          lat[a * k + b] = analysis::messageLatency(msg, *flow[a * k + b]);
+    closingLat = closing ? analysis::messageLatency(msg, *closing) : 0;
+    load.assign(cap.size(), 0);
+  }
+
+  const PathFlow &hop(int a, int b) const {
+    if (closing && a == last && b == first)
+      return *closing;
+    return *flow[a * k + b];
+  }
+  double hopLat(int a, int b) const {
+    if (closing && a == last && b == first)
+      return closingLat;
+    return lat[a * k + b];
+  }
+
+  /// Objective of a full order (group indices); kInf when unroutable.
+  double eval(const std::vector<int> &order) {
+    ++evaluated;
+    std::vector<double> lats(order.size());
+    std::vector<int> touched;
+    bool ok = true;
+    for (size_t i = 0; i < order.size() && ok; ++i) {
+      int a = order[i], b = order[(i + 1) % order.size()];
+      const PathFlow &f = hop(a, b);
+      if (!f.found) {
+        ok = false;
+        break;
+      }
+      for (auto [r, x] : f.res) {
+        if (load[r] == 0)
+          touched.push_back(r);
+        load[r] += x;
+      }
+      lats[i] = hopLat(a, b);
+    }
+    double util = 0;
+    for (int r : touched) {
+      util = std::max(util, utilOf(r, load[r]));
+      load[r] = 0;
+    }
+    if (!ok)
+      return kInf;
+    return scale * util + analysis::windowLatency(lats, window);
+  }
+
+  /// Exact branch and bound; returns the best order (empty if none routes).
+  std::vector<int> exact(uint64_t maxNodes, bool &complete) {
+    best = kInf;
+    bestOrder.clear();
+    nodeBudget = maxNodes;
+    complete = true;
+    std::vector<int> order{first};
+    std::vector<bool> used(k, false);
+    used[first] = true;
+    if (k == 1) {
+      bestOrder = order;
+      return bestOrder;
+    }
+    // Candidate order per rank: widest flow first, then index.
+    cand.assign(k, {});
+    for (int a = 0; a < k; ++a) {
+      for (int b = 0; b < k; ++b)
+        if (b != a)
+          cand[a].push_back(b);
+      std::stable_sort(cand[a].begin(), cand[a].end(), [&](int x, int y) {
+        return hop(a, x).bandwidth > hop(a, y).bandwidth;
+      });
+    }
+    std::vector<double> lats;
+    dfs(order, used, 0.0, 0.0, lats);
+    complete = nodeBudget > 0;
+    return bestOrder;
+  }
+
+  /// Greedy widest neighbour plus 2-opt / Or-opt local search, started from
+  /// `seeds` as well (each a full order); returns the best order found.
+  std::vector<int> heuristic(const std::vector<std::vector<int>> &seeds) {
+    std::vector<std::vector<int>> starts = seeds;
+    starts.push_back(greedy());
+    std::vector<int> bestO;
+    double bestT = kInf;
+    for (std::vector<int> o : starts) {
+      double t = localSearch(o);
+      if (t < bestT * (1 - kRel) || bestO.empty()) {
+        bestT = t;
+        bestO = o;
+      }
+    }
+    best = bestT;
+    return bestO;
+  }
+
+  double bestTime() const { return best; }
+  uint64_t evaluated = 0;
+
+private:
+  double utilOf(int r, double l) const {
+    if (l <= 0)
+      return 0;
+    return cap[r] > 1e-9 ? l / cap[r] : kInf;
+  }
+
+  void dfs(std::vector<int> &order, std::vector<bool> &used, double util,
+           double latSum, std::vector<double> &lats) {
+    if (nodeBudget == 0)
+      return;
+    --nodeBudget;
+    ++evaluated;
+    int cur = order.back();
+    if (static_cast<int>(order.size()) == k) {
+      const PathFlow &f = hop(cur, first);
+      if (!f.found)
+        return;
+      double u = util;
+      for (auto [r, x] : f.res)
+        u = std::max(u, utilOf(r, load[r] + x));
+      lats.push_back(hopLat(cur, first));
+      double t = scale * u + analysis::windowLatency(lats, window);
+      lats.pop_back();
+      if (t < best * (1 - kRel)) {
+        best = t;
+        bestOrder = order;
+      }
+      return;
+    }
+    bool lastSlot = static_cast<int>(order.size()) == k - 1;
+    for (int nx : cand[cur]) {
+      if (used[nx])
+        continue;
+      if (last >= 0 && (nx == last) != lastSlot)
+        continue;
+      const PathFlow &f = hop(cur, nx);
+      if (!f.found)
+        continue;
+      double u = util;
+      for (auto [r, x] : f.res) {
+        load[r] += x;
+        u = std::max(u, utilOf(r, load[r]));
+      }
+      double l = hopLat(cur, nx);
+      if (scale * u + latSum + l < best * (1 - kRel)) {
+        used[nx] = true;
+        order.push_back(nx);
+        lats.push_back(l);
+        dfs(order, used, u, latSum + l, lats);
+        lats.pop_back();
+        order.pop_back();
+        used[nx] = false;
+      }
+      for (auto [r, x] : f.res)
+        load[r] -= x;
+    }
+  }
+
+  std::vector<int> greedy() {
+    std::vector<int> order{first};
+    std::vector<bool> used(k, false);
+    used[first] = true;
+    std::vector<double> l(cap.size(), 0);
+    while (static_cast<int>(order.size()) < k) {
+      int cur = order.back();
+      bool lastSlot = static_cast<int>(order.size()) == k - 1;
+      int pick = -1;
+      double pickRate = -1;
+      for (int nx = 0; nx < k; ++nx) {
+        if (used[nx] || (last >= 0 && (nx == last) != lastSlot))
+          continue;
+        const PathFlow &f = hop(cur, nx);
+        double rate = f.found ? kInf : -1;
+        for (auto [r, x] : f.res)
+          rate = std::min(rate, cap[r] > 0 ? cap[r] / (l[r] + x) : 0);
+        if (rate > pickRate) {
+          pickRate = rate;
+          pick = nx;
+        }
+      }
+      for (auto [r, x] : hop(cur, pick).res)
+        l[r] += x;
+      used[pick] = true;
+      order.push_back(pick);
+    }
+    return order;
+  }
+
+  /// First-improvement 2-opt (segment reversal) and Or-opt (move a segment
+  /// of 1 to 3 ranks) over positions 1..k-1 (2..k-2 with a fixed last).
+  double localSearch(std::vector<int> &o) {
+    double cur = eval(o);
+    int lo = 1, hi = last >= 0 ? k - 2 : k - 1; // movable positions
+    for (int pass = 0; pass < 100; ++pass) {
+      bool improved = false;
+      for (int i = lo; i <= hi && !improved; ++i)
+        for (int j = i + 1; j <= hi && !improved; ++j) {
+          std::vector<int> c = o;
+          std::reverse(c.begin() + i, c.begin() + j + 1);
+          double t = eval(c);
+          if (t < cur * (1 - kRel)) {
+            o = std::move(c);
+            cur = t;
+            improved = true;
+          }
+        }
+      for (int len = 1; len <= 3 && !improved; ++len)
+        for (int i = lo; i + len - 1 <= hi && !improved; ++i)
+          for (int p = lo; p + len - 1 <= hi && !improved; ++p) {
+            if (p == i)
+              continue;
+            std::vector<int> c = o;
+            std::vector<int> seg(c.begin() + i, c.begin() + i + len);
+            c.erase(c.begin() + i, c.begin() + i + len);
+            c.insert(c.begin() + p, seg.begin(), seg.end());
+            double t = eval(c);
+            if (t < cur * (1 - kRel)) {
+              o = std::move(c);
+              cur = t;
+              improved = true;
+            }
+          }
+      if (!improved)
+        break;
+    }
+    return cur;
+  }
+
+  std::vector<const PathFlow *> flow;
+  int k;
+  const std::vector<double> &cap;
+  double scale;
+  int window;
+  int first, last;
+  const PathFlow *closing;
+  std::vector<double> lat, load;
+  double closingLat = 0;
+  double best = kInf;
+  std::vector<int> bestOrder;
+  std::vector<std::vector<int>> cand;
+  uint64_t nodeBudget = 0;
+};
+
+/// Per-resource loads (messages per step) of a ring.
+std::vector<double> ringLoads(const RingChannel &ring, LinkModel &m) {
+  std::vector<double> load(m.numResources(), 0);
+  for (size_t i = 0; i < ring.order.size(); ++i)
+    for (auto [r, x] : analysis::hopFlow(ring, i, m).res)
+      load[r] += x;
+  return load;
+}
+
+/// Per-hop rate of a ring on capacities `cap` (min cap / load).
+double ringRate(const std::vector<double> &load, const std::vector<double> &cap) {
+  double rate = kInf;
+  for (size_t r = 0; r < load.size(); ++r)
+    if (load[r] > 0)
+      rate = std::min(rate, cap[r] > 1e-9 ? cap[r] / load[r] : 0.0);
+  return rate;
+}
+
+struct Searcher {
+  const topo::Topology &t;
+  LinkModel &m;
+  const RingSearchOptions &opts;
+  int n;
+  int steps;
+  uint64_t evaluated = 0;
+  bool exact = true;
+
+  /// Best cycle over all ranks on capacities `cap` (free routing).
+  RingChannel flatRing(const std::vector<double> &cap, double share,
+                       bool &usedExact) {
+    std::vector<const PathFlow *> flows(static_cast<size_t>(n) * n);
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b)
+        flows[a * n + b] = a == b ? &m.rankFlow(a, a) : &m.rankFlow(a, b);
+    double msg = share * opts.bytes / n;
+    GroupSearch g(flows, n, cap, steps * msg, msg, steps, 0, -1, nullptr);
+    std::vector<int> order;
+    usedExact = n <= opts.exactLimit;
+    if (usedExact) {
+      bool complete = true;
+      order = g.exact(opts.maxNodes, complete);
+      if (!complete)
+        exact = false;
+    } else {
+      std::vector<int> ident(n);
+      std::iota(ident.begin(), ident.end(), 0);
+      order = g.heuristic({ident});
+    }
+    evaluated += g.evaluated;
+    RingChannel rc;
+    rc.order = order;
+    rc.share = share;
+    return rc;
+  }
+
+  /// Greedy residual packing: ring 0 given, then rings on what is left.
+  std::vector<RingChannel> packFlat(RingChannel firstRing, int want) {
+    std::vector<RingChannel> rings{firstRing};
+    std::vector<double> residual(m.numResources());
+    for (int r = 0; r < m.numResources(); ++r)
+      residual[r] = m.capacity(r);
+    std::vector<double> rates;
+    auto take = [&](RingChannel &ring) {
+      std::vector<double> load = ringLoads(ring, m);
+      double rate = ringRate(load, residual);
+      if (!(rate > 0) || !std::isfinite(rate))
+        return false;
+      for (size_t r = 0; r < load.size(); ++r)
+        residual[r] = std::max(0.0, residual[r] - load[r] * rate);
+      rates.push_back(rate);
+      return true;
+    };
+    take(rings[0]);
+    double total = rates.empty() ? 0 : rates[0];
+    while (static_cast<int>(rings.size()) < want) {
+      bool ex = false;
+      RingChannel next = flatRing(residual, 1.0, ex);
+      if (next.order.empty() || !take(next))
+        break;
+      if (rates.back() < 0.01 * total) {
+        rates.pop_back();
+        break;
+      }
+      total += rates.back();
+      rings.push_back(next);
+    }
+    setShares(rings, rates);
+    return rings;
+  }
+
+  static void setShares(std::vector<RingChannel> &rings,
+                        const std::vector<double> &rates) {
+    double total = 0;
+    for (size_t i = 0; i < rings.size(); ++i)
+      total += i < rates.size() ? rates[i] : 0;
+    for (size_t i = 0; i < rings.size(); ++i)
+      rings[i].share = total > 0 && i < rates.size()
+                           ? rates[i] / total
+                           : 1.0 / rings.size();
+  }
+
+  /// Repeats rings (splitting their shares) until there are `want`.
+  static void padTo(std::vector<RingChannel> &rings, int want) {
+    size_t have = rings.size();
+    if (have == 0)
+      return;
+    std::vector<int> copies(have, 1);
+    for (int i = static_cast<int>(have); i < want; ++i)
+      ++copies[i % have];
+    std::vector<RingChannel> out;
+    for (int c = 0; c < want; ++c) {
+      size_t src = c % have;
+      RingChannel rc = rings[src];
+      rc.share = rings[src].share / copies[src];
+      out.push_back(rc);
+    }
+    rings = std::move(out);
+  }
+
+  llvm::Expected<double> timeOf(const std::vector<RingChannel> &rings) {
+    auto rep = analysis::estimateRings(rings, opts.collective, opts.bytes, m);
+    if (!rep)
+      return rep.takeError();
+    return rep->time;
+  }
+
+  struct NodeInfo {
+    std::vector<int> gpuRanks; ///< by local GPU index
+    std::vector<int> nics;     ///< device indices, declaration order
+    int sameAs = -1;           ///< structurally identical earlier node
+  };
+
+  /// Node-major rings with rail-aligned NIC hops; empty when the topology
+  /// is not a multi-node one with NICs.
+  std::vector<RingChannel> nodeMajor(int want, std::string &method) {
+    std::vector<NodeInfo> nodes;
+    std::vector<int> nodeIdx;
+    for (int r = 0; r < n; ++r)
+      if (t.nodeOfRank(r) < 0)
+        return {};
+    for (size_t ni = 0; ni < t.nodes().size(); ++ni) {
+      NodeInfo info;
+      for (int d : t.nodes()[ni].devices) {
+        const topo::Device &dev = t.device(d);
+        if (dev.kind == topo::DeviceKind::Gpu && dev.rank >= 0)
+          info.gpuRanks.push_back(dev.rank);
+        if (dev.kind == topo::DeviceKind::Nic)
+          info.nics.push_back(d);
+      }
+      if (info.gpuRanks.empty())
+        continue;
+      nodeIdx.push_back(static_cast<int>(ni));
+      nodes.push_back(std::move(info));
+    }
+    if (nodes.size() < 2)
+      return {};
+    size_t rails = SIZE_MAX;
+    for (const NodeInfo &ni : nodes)
+      rails = std::min(rails, ni.nics.size());
+    if (rails == 0)
+      return {};
+    for (size_t a = 1; a < nodes.size(); ++a) {
+      const topo::Node &na = t.nodes()[nodeIdx[a]];
+      const topo::Node &n0 = t.nodes()[nodeIdx[0]];
+      if (!na.templateName.empty() && na.templateName == n0.templateName &&
+          nodes[a].gpuRanks.size() == nodes[0].gpuRanks.size() &&
+          nodes[a].nics.size() == nodes[0].nics.size())
+        nodes[a].sameAs = 0;
+    }
+    int channels = want > 0 ? want : static_cast<int>(rails);
+    double msg = opts.bytes / n / channels;
+    std::vector<double> cap(m.numResources());
+    for (int r = 0; r < m.numResources(); ++r)
+      cap[r] = m.capacity(r);
+    bool allExact = true;
+    // Local path per (node, rail), in local GPU indices.
+    auto localPath = [&](size_t ni, size_t rail) {
+      const NodeInfo &info = nodes[ni];
+      int k = static_cast<int>(info.gpuRanks.size());
+      int nic = info.nics[rail];
+      std::vector<PathFlow> toNic(k), fromNic(k);
+      std::vector<int> byNic(k);
+      for (int g = 0; g < k; ++g) {
+        int dev = t.rankDevice(info.gpuRanks[g]);
+        toNic[g] = m.deviceFlow(dev, nic);
+        fromNic[g] = m.deviceFlow(nic, dev);
+        byNic[g] = g;
+      }
+      std::stable_sort(byNic.begin(), byNic.end(), [&](int x, int y) {
+        if (toNic[x].bandwidth != toNic[y].bandwidth)
+          return toNic[x].bandwidth > toNic[y].bandwidth;
+        return toNic[x].hops < toNic[y].hops;
+      });
+      if (k == 1)
+        return std::vector<int>{0};
+      std::vector<const PathFlow *> flows(static_cast<size_t>(k) * k);
+      for (int a = 0; a < k; ++a)
+        for (int b = 0; b < k; ++b)
+          flows[a * k + b] = &m.rankFlow(info.gpuRanks[a], info.gpuRanks[b]);
+      int cands = std::min(k, 3);
+      std::vector<int> bestPath;
+      double bestT = kInf;
+      for (int ei = 0; ei < cands; ++ei)
+        for (int xi = 0; xi < cands; ++xi) {
+          if (ei == xi)
+            continue;
+          int e = byNic[ei], x = byNic[xi];
+          PathFlow closing = concat({toNic[x], fromNic[e]});
+          GroupSearch g(flows, k, cap, steps * msg, msg, k, e, x, &closing);
+          std::vector<int> path;
+          if (k <= opts.exactLimit) {
+            bool complete = true;
+            path = g.exact(opts.maxNodes, complete);
+            allExact = allExact && complete;
+          } else {
+            std::vector<int> seed{e};
+            for (int g2 = 0; g2 < k; ++g2)
+              if (g2 != e && g2 != x)
+                seed.push_back(g2);
+            seed.push_back(x);
+            path = g.heuristic({seed});
+            allExact = false;
+          }
+          evaluated += g.evaluated;
+          if (!path.empty()) {
+            double tt = g.eval(path);
+            if (tt < bestT * (1 - kRel)) {
+              bestT = tt;
+              bestPath = path;
+            }
+          }
+        }
+      return bestPath;
+    };
+    std::vector<RingChannel> rings;
+    std::map<std::pair<size_t, size_t>, std::vector<int>> pathCache;
+    for (int c = 0; c < channels; ++c) {
+      size_t rail = static_cast<size_t>(c) % rails;
+      RingChannel rc;
+      std::vector<size_t> exitPos;
+      for (size_t ni = 0; ni < nodes.size(); ++ni) {
+        size_t src = nodes[ni].sameAs >= 0 ? nodes[ni].sameAs : ni;
+        auto key = std::make_pair(src, rail);
+        if (!pathCache.count(key))
+          pathCache[key] = localPath(src, rail);
+        const std::vector<int> &path = pathCache[key];
+        if (path.size() != nodes[ni].gpuRanks.size())
+          return {};
+        for (int g : path)
+          rc.order.push_back(nodes[ni].gpuRanks[g]);
+        exitPos.push_back(rc.order.size() - 1);
+      }
+      rc.nics.assign(n, NicPair{});
+      for (size_t ni = 0; ni < nodes.size(); ++ni) {
+        size_t next = (ni + 1) % nodes.size();
+        rc.nics[exitPos[ni]] = NicPair{nodes[ni].nics[rail],
+                                       nodes[next].nics[rail]};
+      }
+      rings.push_back(std::move(rc));
+    }
+    std::vector<double> rates;
+    for (RingChannel &rc : rings)
+      rates.push_back(ringRate(ringLoads(rc, m), cap));
+    setShares(rings, rates);
+    method = allExact ? "node-major exact" : "node-major heuristic";
+    return rings;
+  }
+};
+
+} // namespace
+
+RingChannel rankOrderRing(const topo::Topology &t) {
+  RingChannel rc;
+  rc.order.resize(t.numRanks());
+  std::iota(rc.order.begin(), rc.order.end(), 0);
+  return rc;
+}
+
+llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
+                                             LinkModel &m,
+                                             const RingSearchOptions &opts) {
+  int n = t.numRanks();
+  if (n < 2)
+    return makeUserError("ring search needs at least 2 ranks");
+  if (opts.channels < 0 || opts.channels > 64)
+    return makeUserError(llvm::formatv(
+        "--channels {0} is out of range (expected 1 to 64, or auto)",
+        opts.channels));
+  if (!(opts.bytes > 0))
+    return makeUserError("--size must be positive");
+  if (opts.collective != ir::Collective::AllReduce &&
+      opts.collective != ir::Collective::AllGather &&
+      opts.collective != ir::Collective::ReduceScatter)
+    return makeUserError("ring search supports allreduce, allgather and "
+                         "reducescatter");
+  Searcher s{t, m, opts, n, analysis::ringSteps(opts.collective, n)};
+  RingSearchResult res;
+  std::vector<RingChannel> rings;
+  int want = opts.channels > 0 ? opts.channels : opts.maxChannels;
+
+  std::string nmMethod;
+  std::vector<RingChannel> nm = s.nodeMajor(opts.channels, nmMethod);
+  if (!nm.empty()) {
+    rings = std::move(nm);
+    res.method = nmMethod;
+    res.exact = nmMethod == "node-major exact";
+  } else {
+    std::vector<double> cap(m.numResources());
+    for (int r = 0; r < m.numResources(); ++r)
+      cap[r] = m.capacity(r);
+    bool usedExact = false;
+    RingChannel first = s.flatRing(cap, 1.0, usedExact);
+    if (first.order.empty())
+      return makeUserError(llvm::formatv(
+          "no ring over all {0} ranks of '{1}' has a route for every hop", n,
+          t.name()));
+    res.method = usedExact ? "exact" : "heuristic";
+    res.exact = usedExact && s.exact;
+    if (want == 1) {
+      rings = {first};
+    } else {
+      std::vector<RingChannel> packed = s.packFlat(first, want);
+      if (opts.channels > 0) {
+        Searcher::padTo(packed, opts.channels);
+        rings = packed;
+      } else {
+        // Auto: the best prefix (shares renormalised); k = 1 is the single
+        // best ring, so the set is never worse than it.
+        double bestT = kInf;
+        for (size_t k = 1; k <= packed.size(); ++k) {
+          std::vector<RingChannel> pre(packed.begin(), packed.begin() + k);
+          double tot = 0;
+          for (auto &rc : pre)
+            tot += rc.share;
+          for (auto &rc : pre)
+            rc.share /= tot;
+          auto tk = s.timeOf(pre);
+          if (!tk)
+            return tk.takeError();
+          if (*tk < bestT * (1 - kRel)) {
+            bestT = *tk;
+            rings = pre;
+          }
+        }
+      }
+    }
+  }
+  // Never worse than the rank-order ring (with as many channels).
+  {
+    std::vector<RingChannel> ro{rankOrderRing(t)};
+    if (opts.channels > 1)
+      Searcher::padTo(ro, opts.channels);
+    auto tr = s.timeOf(ro);
+    auto tc = s.timeOf(rings);
+    if (!tc) {
+      llvm::consumeError(tc.takeError());
+      if (!tr)
+        return tr.takeError();
+      rings = ro;
+      res.method = "rank order";
+      res.exact = false;
+    } else if (tr && *tr < *tc * (1 - kRel)) {
+      rings = ro;
+      res.method = "rank order";
+      res.exact = false;
+    } else if (!tr) {
+      llvm::consumeError(tr.takeError());
+    }
+  }
+  auto rep = analysis::estimateRings(rings, opts.collective, opts.bytes, m);
+  if (!rep)
+    return rep.takeError();
+  res.rings = std::move(rings);
+  res.cost = std::move(*rep);
+  res.evaluated = s.evaluated;
+  return res;
+}
+
+} // namespace topocc::algorithms

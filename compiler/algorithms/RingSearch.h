@@ -1,0 +1,58 @@
+//===- compiler/algorithms/RingSearch.h - Bandwidth-aware ring orders -*- C++ -*-===//
+//
+// Chooses ring orders (one per channel, each a cycle over all ranks with
+// routed hops) and the share of data on each, minimising the cost model's
+// time (compiler/analysis/CostModel.h). Stage: algorithm synthesis, before
+// lowering. Exact branch and bound for small groups, greedy + 2-opt/Or-opt
+// beyond; multi-node rings are node-major with rail-aligned NIC hops.
+// Deterministic: the same topology and options give the same rings.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_ALGORITHMS_RINGSEARCH_H
+#define TOPOCC_COMPILER_ALGORITHMS_RINGSEARCH_H
+
+#include "compiler/analysis/CostModel.h"
+#include "compiler/topology/Topology.h"
+#include "ir/Schedule.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace topocc::algorithms {
+
+struct RingSearchOptions {
+  ir::Collective collective = ir::Collective::AllReduce;
+  double bytes = 1024.0 * 1024 * 1024; ///< S, nccl-tests convention
+  int channels = 0;     ///< rings wanted; 0 chooses the count (auto)
+  int maxChannels = 16; ///< limit for auto
+  int exactLimit = 10;  ///< exact search for groups of at most this many ranks
+  /// Node budget of one exact search; beyond it the best ring found so far
+  /// is kept and the result says `exact = false`.
+  uint64_t maxNodes = 50'000'000;
+};
+
+struct RingSearchResult {
+  std::vector<analysis::RingChannel> rings; ///< shares sum to 1
+  analysis::CostReport cost;                ///< estimateRings of `rings`
+  /// "exact", "heuristic", "node-major exact", "node-major heuristic"
+  /// or "rank order" (fallback when nothing better was found).
+  std::string method;
+  bool exact = false;     ///< the first ring is provably optimal
+  uint64_t evaluated = 0; ///< search nodes and ring evaluations
+};
+
+/// REQUIRES: `m` was built on `t`. User error when some ring hop has no
+/// route or the options are out of range.
+llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
+                                             analysis::LinkModel &m,
+                                             const RingSearchOptions &opts);
+
+/// The ring 0, 1, ..., n-1 with free routing and share 1.
+analysis::RingChannel rankOrderRing(const topo::Topology &t);
+
+} // namespace topocc::algorithms
+
+#endif // TOPOCC_COMPILER_ALGORITHMS_RINGSEARCH_H

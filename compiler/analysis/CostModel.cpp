@@ -1,0 +1,528 @@
+//===- compiler/analysis/CostModel.cpp - Alpha-beta cost with contention --===//
+//
+// Multipath routing (max flow over the shortest paths of the widest route's
+// link types), per-resource byte counts, and the critical path of messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/analysis/CostModel.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <set>
+
+namespace topocc::analysis {
+
+using topo::DeviceKind;
+using topo::Duplex;
+
+LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
+  size_t n = t.links().size();
+  cap.assign(2 * n, 0);
+  rawCap.assign(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const topo::Link &l = t.link(static_cast<int>(i));
+    if (l.duplex == Duplex::Half) {
+      cap[2 * i] = std::max(l.effectiveCapacity(0), l.effectiveCapacity(1));
+      rawCap[2 * i] = std::max(l.capacity(0), l.capacity(1));
+      continue;
+    }
+    for (int d = 0; d < 2; ++d) {
+      cap[2 * i + d] = l.effectiveCapacity(d);
+      rawCap[2 * i + d] = l.capacity(d);
+    }
+  }
+  rankCache.resize(static_cast<size_t>(t.numRanks()) * t.numRanks());
+}
+
+int LinkModel::resourceOf(int link, int dir) const {
+  if (topo->link(link).duplex == Duplex::Half)
+    return 2 * link;
+  return 2 * link + dir;
+}
+
+std::pair<int, int> LinkModel::resourceEnds(int res) const {
+  const topo::Link &l = topo->link(res / 2);
+  return res % 2 == 0 ? std::make_pair(l.from, l.to)
+                      : std::make_pair(l.to, l.from);
+}
+
+std::string LinkModel::resourceName(int res) const {
+  const topo::Link &l = topo->link(res / 2);
+  auto [a, b] = resourceEnds(res);
+  if (l.duplex == Duplex::Half)
+    return topo->device(a).name + " <-> " + topo->device(b).name +
+           " (half duplex)";
+  return topo->device(a).name + " -> " + topo->device(b).name;
+}
+
+namespace {
+
+/// Edmonds-Karp over a small directed graph; returns the flow per edge.
+struct FlowNet {
+  struct Edge {
+    int to, rev;
+    double cap, flow;
+    int orig; ///< index into the caller's edge list, -1 for reverse edges
+  };
+  std::vector<std::vector<Edge>> adj;
+  explicit FlowNet(int n) : adj(n) {}
+  void add(int u, int v, double c, int orig) {
+    adj[u].push_back({v, static_cast<int>(adj[v].size()), c, 0, orig});
+    adj[v].push_back({u, static_cast<int>(adj[u].size()) - 1, 0, 0, -1});
+  }
+  double run(int s, int t) {
+    double total = 0;
+    const double eps = 1e-9;
+    for (int iter = 0; iter < 100000; ++iter) {
+      std::vector<std::pair<int, int>> pred(adj.size(), {-1, -1});
+      std::deque<int> q{s};
+      pred[s] = {s, -1};
+      while (!q.empty() && pred[t].first < 0) {
+        int u = q.front();
+        q.pop_front();
+        for (size_t i = 0; i < adj[u].size(); ++i) {
+          const Edge &e = adj[u][i];
+          if (pred[e.to].first < 0 && e.cap - e.flow > eps) {
+            pred[e.to] = {u, static_cast<int>(i)};
+            q.push_back(e.to);
+          }
+        }
+      }
+      if (pred[t].first < 0)
+        break;
+      double push = std::numeric_limits<double>::infinity();
+      for (int v = t; v != s; v = pred[v].first) {
+        const Edge &e = adj[pred[v].first][pred[v].second];
+        push = std::min(push, e.cap - e.flow);
+      }
+      for (int v = t; v != s; v = pred[v].first) {
+        Edge &e = adj[pred[v].first][pred[v].second];
+        e.flow += push;
+        adj[e.to][e.rev].flow -= push;
+      }
+      total += push;
+    }
+    return total;
+  }
+};
+
+} // namespace
+
+PathFlow LinkModel::deviceFlow(int src, int dst) const {
+  PathFlow f;
+  const topo::Topology &t = *topo;
+  topo::Route w = t.routeDevices(src, dst);
+  if (!w.found())
+    return f;
+  f.found = true;
+  f.latency = w.latency;
+  if (src == dst) {
+    f.bandwidth = f.rawBandwidth = std::numeric_limits<double>::infinity();
+    return f;
+  }
+  std::set<topo::LinkType> types;
+  for (const topo::Hop &h : w.hops)
+    types.insert(t.link(h.link).type);
+  int nd = static_cast<int>(t.devices().size());
+  struct DEdge {
+    int u, v, link, dir;
+  };
+  std::vector<DEdge> edges;
+  for (size_t i = 0; i < t.links().size(); ++i) {
+    const topo::Link &l = t.link(static_cast<int>(i));
+    if (!types.count(l.type))
+      continue;
+    for (int d = 0; d < 2; ++d) {
+      int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
+      if (l.effectiveCapacity(d) <= 0)
+        continue;
+      if (t.device(u).kind == DeviceKind::Gpu && u != src)
+        continue;
+      if (t.device(v).kind == DeviceKind::Gpu && v != dst)
+        continue;
+      edges.push_back({u, v, static_cast<int>(i), d});
+    }
+  }
+  auto bfs = [&](int from, bool forward) {
+    std::vector<int> dist(nd, -1);
+    std::vector<std::vector<int>> out(nd);
+    for (size_t e = 0; e < edges.size(); ++e)
+      out[forward ? edges[e].u : edges[e].v].push_back(static_cast<int>(e));
+    std::deque<int> q{from};
+    dist[from] = 0;
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop_front();
+      for (int e : out[u]) {
+        int v = forward ? edges[e].v : edges[e].u;
+        if (dist[v] < 0) {
+          dist[v] = dist[u] + 1;
+          q.push_back(v);
+        }
+      }
+    }
+    return dist;
+  };
+  std::vector<int> ds = bfs(src, true), dt = bfs(dst, false);
+  int h = ds[dst];
+  if (h <= 0) {
+    // Cannot happen (the widest route uses these types); fall back to it.
+    f.hops = static_cast<int>(w.hops.size());
+    f.bandwidth = w.bottleneck;
+    f.rawBandwidth = w.rawBottleneck;
+    for (const topo::Hop &hp : w.hops)
+      f.res.push_back({resourceOf(hp.link, hp.dir), 1.0});
+    std::sort(f.res.begin(), f.res.end());
+    return f;
+  }
+  f.hops = h;
+  std::vector<int> dag;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    const DEdge &d = edges[e];
+    if (ds[d.u] >= 0 && dt[d.v] >= 0 && ds[d.u] + 1 + dt[d.v] == h)
+      dag.push_back(static_cast<int>(e));
+  }
+  auto solve = [&](bool raw, std::vector<double> *perEdge) {
+    FlowNet net(nd);
+    for (size_t k = 0; k < dag.size(); ++k) {
+      const DEdge &d = edges[dag[k]];
+      const topo::Link &l = t.link(d.link);
+      net.add(d.u, d.v, raw ? l.capacity(d.dir) : l.effectiveCapacity(d.dir),
+              static_cast<int>(k));
+    }
+    double total = net.run(src, dst);
+    if (perEdge) {
+      perEdge->assign(dag.size(), 0);
+      for (auto &vec : net.adj)
+        for (auto &e : vec)
+          if (e.orig >= 0)
+            (*perEdge)[e.orig] = e.flow;
+    }
+    return total;
+  };
+  std::vector<double> perEdge;
+  f.bandwidth = solve(false, &perEdge);
+  f.rawBandwidth = solve(true, nullptr);
+  std::map<int, double> byRes;
+  for (size_t k = 0; k < dag.size(); ++k) {
+    if (perEdge[k] <= 0)
+      continue;
+    const DEdge &d = edges[dag[k]];
+    byRes[resourceOf(d.link, d.dir)] += perEdge[k] / f.bandwidth;
+  }
+  f.res.assign(byRes.begin(), byRes.end());
+  return f;
+}
+
+const PathFlow &LinkModel::rankFlow(int a, int b) {
+  int n = topo->numRanks();
+  assert(a >= 0 && b >= 0 && a < n && b < n && "rank out of range");
+  auto &slot = rankCache[static_cast<size_t>(a) * n + b];
+  if (!slot)
+    slot = deviceFlow(topo->rankDevice(a), topo->rankDevice(b));
+  return *slot;
+}
+
+const PathFlow &LinkModel::viaFlow(int a, int outNic, int inNic, int b) {
+  if (outNic < 0 && inNic < 0)
+    return rankFlow(a, b);
+  auto key = std::make_tuple(a, outNic, inNic, b);
+  auto it = viaCache.find(key);
+  if (it != viaCache.end())
+    return it->second;
+  std::vector<int> stops{topo->rankDevice(a)};
+  if (outNic >= 0)
+    stops.push_back(outNic);
+  if (inNic >= 0)
+    stops.push_back(inNic);
+  stops.push_back(topo->rankDevice(b));
+  PathFlow f;
+  f.found = true;
+  f.bandwidth = f.rawBandwidth = std::numeric_limits<double>::infinity();
+  std::map<int, double> byRes;
+  for (size_t i = 0; i + 1 < stops.size(); ++i) {
+    PathFlow seg = deviceFlow(stops[i], stops[i + 1]);
+    if (!seg.found) {
+      f = PathFlow{};
+      break;
+    }
+    f.bandwidth = std::min(f.bandwidth, seg.bandwidth);
+    f.rawBandwidth = std::min(f.rawBandwidth, seg.rawBandwidth);
+    f.latency += seg.latency;
+    f.hops += seg.hops;
+    for (auto [r, x] : seg.res)
+      byRes[r] += x;
+  }
+  if (f.found)
+    f.res.assign(byRes.begin(), byRes.end());
+  return viaCache.emplace(key, std::move(f)).first->second;
+}
+
+double pipelinedTime(double m, int h, double latency, double bw, int *bestK) {
+  if (bestK)
+    *bestK = 1;
+  if (h <= 0)
+    return 0;
+  double beta = bw > 0 && std::isfinite(bw) ? m / bw : 0;
+  double alpha = latency / h;
+  if (h == 1 || beta == 0)
+    return h * alpha + beta;
+  if (alpha <= 0) {
+    // Infinitely fine pipelining: the store-and-forward delay vanishes.
+    if (bestK)
+      *bestK = 1 << 20;
+    return beta;
+  }
+  double kc = std::sqrt((h - 1) * beta / alpha);
+  auto f = [&](double k) { return (h + k - 1) * (alpha + beta / k); };
+  double k1 = std::max(1.0, std::floor(kc)), k2 = std::max(1.0, std::ceil(kc));
+  k1 = std::min(k1, double(1 << 20));
+  k2 = std::min(k2, double(1 << 20));
+  double best = f(k1);
+  int k = static_cast<int>(k1);
+  if (f(k2) < best) {
+    best = f(k2);
+    k = static_cast<int>(k2);
+  }
+  if (bestK)
+    *bestK = k;
+  return best;
+}
+
+double messageLatency(double bytes, const PathFlow &f) {
+  double beta = f.bandwidth > 0 && std::isfinite(f.bandwidth)
+                    ? bytes / f.bandwidth
+                    : 0;
+  return std::max(0.0, pipelinedTime(bytes, f.hops, f.latency, f.bandwidth) -
+                           beta);
+}
+
+double busFactor(ir::Collective c, int n) {
+  if (n <= 0)
+    return 1;
+  switch (c) {
+  case ir::Collective::AllReduce:
+    return 2.0 * (n - 1) / n;
+  case ir::Collective::AllGather:
+  case ir::Collective::ReduceScatter:
+    return double(n - 1) / n;
+  default:
+    return 1;
+  }
+}
+
+int ringSteps(ir::Collective c, int n) {
+  return c == ir::Collective::AllReduce ? 2 * (n - 1) : n - 1;
+}
+
+namespace {
+
+/// Fills bandwidth time, bottleneck and links from per-resource bytes.
+void finishReport(CostReport &r, const std::vector<double> &bytesPerRes,
+                  const LinkModel &m, ir::Collective c, int n) {
+  r.bandwidthTime = r.rawBandwidthTime = 0;
+  for (int res = 0; res < m.numResources(); ++res) {
+    double b = bytesPerRes[res];
+    if (b <= 0)
+      continue;
+    LinkLoad l{res, b, m.capacity(res), m.rawCapacity(res)};
+    r.links.push_back(l);
+    double tt = l.time();
+    if (tt > r.bandwidthTime || r.bottleneck < 0) {
+      r.bandwidthTime = tt;
+      r.bottleneck = res;
+    }
+    if (l.rawCapacity > 0)
+      r.rawBandwidthTime = std::max(r.rawBandwidthTime, b / l.rawCapacity);
+  }
+  if (r.bottleneck >= 0) {
+    r.bottleneckName = m.resourceName(r.bottleneck);
+    r.bottleneckBytes = bytesPerRes[r.bottleneck];
+    r.bottleneckCapacity = m.capacity(r.bottleneck);
+    r.bottleneckRawCapacity = m.rawCapacity(r.bottleneck);
+  }
+  r.time = r.bandwidthTime + r.latencyTime;
+  r.algbw = r.time > 0 ? r.bytes / r.time : 0;
+  r.busbw = r.algbw * busFactor(c, n);
+}
+
+llvm::Error noRoute(const topo::Topology &t, int a, int b) {
+  return makeUserError(llvm::formatv("no route from rank {0} ({1}) to rank "
+                                     "{2} ({3})",
+                                     a, t.rankName(a), b, t.rankName(b)));
+}
+
+} // namespace
+
+llvm::Expected<CostReport> estimateSchedule(const ir::Schedule &s,
+                                            LinkModel &m, double bytes) {
+  const topo::Topology &t = m.topology();
+  if (s.numRanks != t.numRanks())
+    return makeUserError(llvm::formatv(
+        "schedule has {0} ranks but topology '{1}' has {2}", s.numRanks,
+        t.name(), t.numRanks()));
+  if (s.chunksPerLoop <= 0)
+    return makeUserError("schedule has no chunks (chunksPerLoop = 0)");
+  CostReport r;
+  r.bytes = bytes;
+  double unit = bytes / s.chunksPerLoop;
+  std::vector<ir::MsgEnds> ends = ir::indexMessages(s);
+  std::vector<double> load(m.numResources(), 0);
+  std::vector<double> msgLat(ends.size(), 0);
+  for (size_t id = 0; id < ends.size(); ++id) {
+    const ir::MsgEnds &e = ends[id];
+    if (e.sender < 0 || e.receiver < 0)
+      continue;
+    const ir::Op &op = s.ranks[e.sender].ops[e.sendOp];
+    double b = op.wireCount() * unit;
+    if (e.sender == e.receiver)
+      continue;
+    const PathFlow &f = m.rankFlow(e.sender, e.receiver);
+    if (!f.found)
+      return noRoute(t, e.sender, e.receiver);
+    for (auto [res, x] : f.res)
+      load[res] += b * x;
+    msgLat[id] = messageLatency(b, f);
+  }
+  // Longest path over ops (Kahn's order); node ids are prefix sums.
+  std::vector<size_t> base(s.ranks.size() + 1, 0);
+  for (size_t q = 0; q < s.ranks.size(); ++q)
+    base[q + 1] = base[q] + s.ranks[q].ops.size();
+  size_t total = base.back();
+  std::vector<std::vector<std::pair<size_t, double>>> succ(total);
+  std::vector<int> indeg(total, 0);
+  auto edge = [&](size_t a, size_t b, double w) {
+    succ[a].push_back({b, w});
+    ++indeg[b];
+  };
+  bool programOrder = s.stage >= ir::Stage::ThreadblocksAssigned;
+  for (size_t q = 0; q < s.ranks.size(); ++q) {
+    const auto &ops = s.ranks[q].ops;
+    std::map<int, size_t> lastInTb;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (ir::OpId d : ops[i].deps)
+        if (d >= 0 && static_cast<size_t>(d) < ops.size())
+          edge(base[q] + d, base[q] + i, 0);
+      if (programOrder && ops[i].threadblock >= 0) {
+        auto it = lastInTb.find(ops[i].threadblock);
+        if (it != lastInTb.end())
+          edge(base[q] + it->second, base[q] + i, 0);
+        lastInTb[ops[i].threadblock] = i;
+      }
+    }
+  }
+  for (size_t id = 0; id < ends.size(); ++id) {
+    const ir::MsgEnds &e = ends[id];
+    if (e.sender < 0 || e.receiver < 0)
+      continue;
+    edge(base[e.sender] + e.sendOp, base[e.receiver] + e.recvOp, msgLat[id]);
+  }
+  std::vector<double> dist(total, 0);
+  std::deque<size_t> ready;
+  for (size_t v = 0; v < total; ++v)
+    if (indeg[v] == 0)
+      ready.push_back(v);
+  size_t seen = 0;
+  double longest = 0;
+  while (!ready.empty()) {
+    size_t v = ready.front();
+    ready.pop_front();
+    ++seen;
+    longest = std::max(longest, dist[v]);
+    for (auto [w, lat] : succ[v]) {
+      dist[w] = std::max(dist[w], dist[v] + lat);
+      if (--indeg[w] == 0)
+        ready.push_back(w);
+    }
+  }
+  if (seen != total)
+    return makeUserError("schedule has a dependency cycle; run the verifier");
+  r.latencyTime = longest;
+  finishReport(r, load, m, s.collective, s.numRanks);
+  return r;
+}
+
+const PathFlow &hopFlow(const RingChannel &ring, size_t i, LinkModel &m) {
+  size_t n = ring.order.size();
+  int a = ring.order[i], b = ring.order[(i + 1) % n];
+  if (i < ring.nics.size() && ring.nics[i].isSet())
+    return m.viaFlow(a, ring.nics[i].out, ring.nics[i].in, b);
+  return m.rankFlow(a, b);
+}
+
+RingBottleneck ringBottleneck(const RingChannel &ring, LinkModel &m) {
+  RingBottleneck rb;
+  std::map<int, double> load;
+  for (size_t i = 0; i < ring.order.size(); ++i) {
+    const PathFlow &f = hopFlow(ring, i, m);
+    if (!f.found) {
+      rb.routed = false;
+      return rb;
+    }
+    for (auto [res, x] : f.res)
+      load[res] += x;
+  }
+  rb.bandwidth = std::numeric_limits<double>::infinity();
+  for (auto [res, x] : load) {
+    double bw = m.capacity(res) / x;
+    if (bw < rb.bandwidth) {
+      rb.bandwidth = bw;
+      rb.resource = res;
+    }
+  }
+  return rb;
+}
+
+double windowLatency(llvm::ArrayRef<double> lat, int steps) {
+  size_t n = lat.size();
+  if (n == 0 || steps <= 0)
+    return 0;
+  double best = 0;
+  for (size_t s = 0; s < n; ++s) {
+    double sum = 0;
+    for (int k = 0; k < steps; ++k)
+      sum += lat[(s + k) % n];
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
+                                         ir::Collective c, double bytes,
+                                         LinkModel &m) {
+  const topo::Topology &t = m.topology();
+  int n = t.numRanks();
+  CostReport r;
+  r.bytes = bytes;
+  std::vector<double> load(m.numResources(), 0);
+  int steps = ringSteps(c, n);
+  for (const RingChannel &ring : rings) {
+    if (static_cast<int>(ring.order.size()) != n)
+      return makeUserError(llvm::formatv(
+          "ring has {0} ranks but the topology has {1}", ring.order.size(), n));
+    double msg = ring.share * bytes / n;
+    std::vector<double> lat(n, 0);
+    for (int i = 0; i < n; ++i) {
+      const PathFlow &f = hopFlow(ring, i, m);
+      if (!f.found)
+        return noRoute(t, ring.order[i], ring.order[(i + 1) % n]);
+      for (auto [res, x] : f.res)
+        load[res] += steps * msg * x;
+      lat[i] = messageLatency(msg, f);
+    }
+    if (ring.share > 0)
+      r.latencyTime = std::max(r.latencyTime, windowLatency(lat, steps));
+  }
+  finishReport(r, load, m, c, n);
+  return r;
+}
+
+} // namespace topocc::analysis

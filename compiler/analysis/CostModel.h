@@ -1,0 +1,165 @@
+//===- compiler/analysis/CostModel.h - Alpha-beta cost with contention -*- C++ -*-===//
+//
+// The fast estimator: bytes per directed link after routing (multipath over
+// switch planes, parallel ports add capacity, half-duplex links share one
+// capacity), bandwidth time = max over links of bytes / capacity, plus the
+// latency along the critical path of messages with chunk pipelining per
+// route. Stage: analysis, on any schedule or on ring orders (closed form).
+// Never prints; deterministic.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_ANALYSIS_COSTMODEL_H
+#define TOPOCC_COMPILER_ANALYSIS_COSTMODEL_H
+
+#include "compiler/topology/Topology.h"
+#include "ir/Schedule.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace topocc::analysis {
+
+/// How bytes sent from one device to another spread over the links: the
+/// fraction of the bytes crossing each resource (a direction of a full-duplex
+/// link, or a whole half-duplex link).
+struct PathFlow {
+  std::vector<std::pair<int, double>> res; ///< (resource, fraction), sorted
+  double bandwidth = 0;    ///< max flow with effective capacities, bytes/s
+  double rawBandwidth = 0; ///< the same with raw capacities
+  double latency = 0;      ///< sum of link latencies on the widest route, s
+  int hops = 0;            ///< links on each path (all paths are shortest)
+  bool found = false;
+};
+
+/// Capacities and routing of one topology. A resource id is 2*link+dir; a
+/// half-duplex link uses 2*link for both directions (2*link+1 stays empty).
+/// Routing: the widest route (Topology::routeDevices) fixes the link types
+/// used; the bytes then spread over every shortest path made of those types
+/// (GPUs never forward), split as a maximum flow (so NVSwitch planes, bonded
+/// ports and parallel switches all add bandwidth). Results are cached.
+class LinkModel {
+public:
+  explicit LinkModel(const topo::Topology &t);
+
+  const topo::Topology &topology() const { return *topo; }
+  int numResources() const { return static_cast<int>(cap.size()); }
+  /// Effective (efficiency-scaled) capacity of a resource, bytes/s; 0 if unused.
+  double capacity(int res) const { return cap[res]; }
+  double rawCapacity(int res) const { return rawCap[res]; }
+  /// "dgx00/gpu0 -> dgx00/nvs1" or "a <-> b (half duplex)".
+  std::string resourceName(int res) const;
+  /// Device indices at both ends of a resource (the sending end first).
+  std::pair<int, int> resourceEnds(int res) const;
+  /// Resource id of `link` traversed in direction `dir`.
+  int resourceOf(int link, int dir) const;
+
+  /// Flow between two ranks (cached). !found when there is no route.
+  const PathFlow &rankFlow(int fromRank, int toRank);
+  /// Flow between two ranks forced through NIC `outNic` of the sender's node
+  /// and NIC `inNic` of the receiver's node (device indices; -1 skips that
+  /// NIC), cached. Used for the inter-node hops of multi-node rings.
+  const PathFlow &viaFlow(int fromRank, int outNic, int inNic, int toRank);
+  /// Flow between any two devices (not cached).
+  PathFlow deviceFlow(int fromDevice, int toDevice) const;
+
+private:
+  const topo::Topology *topo;
+  std::vector<double> cap, rawCap;
+  std::vector<std::optional<PathFlow>> rankCache;
+  std::map<std::tuple<int, int, int, int>, PathFlow> viaCache;
+};
+
+/// Time of `bytes` over `hops` store-and-forward hops of total latency
+/// `latency` and bandwidth `bw`, cut into the k chunks that minimise
+/// (h + k - 1)(alpha + m/(k B)), alpha = latency / h. *bestK gets k.
+double pipelinedTime(double bytes, int hops, double latency, double bw,
+                     int *bestK = nullptr);
+/// The latency part of a message: pipelinedTime - bytes / bandwidth (>= 0).
+double messageLatency(double bytes, const PathFlow &f);
+
+/// nccl-tests factor: busbw = algbw * busFactor (2(n-1)/n allreduce,
+/// (n-1)/n allgather and reducescatter, 1 otherwise).
+double busFactor(ir::Collective c, int numRanks);
+/// Ring steps: 2(n-1) for allreduce, n-1 for allgather/reducescatter.
+int ringSteps(ir::Collective c, int numRanks);
+
+/// Bytes and time on one loaded resource.
+struct LinkLoad {
+  int resource = -1;
+  double bytes = 0;
+  double capacity = 0;    ///< effective, bytes/s
+  double rawCapacity = 0; ///< bytes/s
+  double time() const { return capacity > 0 ? bytes / capacity : 0; }
+};
+
+/// One estimate: time = bandwidthTime + latencyTime.
+struct CostReport {
+  double bytes = 0; ///< S (nccl-tests convention), bytes
+  double time = 0, bandwidthTime = 0, latencyTime = 0;
+  double rawBandwidthTime = 0; ///< with raw capacities (efficiency 1)
+  double algbw = 0, busbw = 0; ///< bytes/s
+  int bottleneck = -1;         ///< resource id, -1 when nothing is sent
+  std::string bottleneckName;  ///< both endpoints
+  double bottleneckBytes = 0, bottleneckCapacity = 0, bottleneckRawCapacity = 0;
+  std::vector<LinkLoad> links; ///< every loaded resource, by id
+};
+
+/// Cost of any schedule for a collective of `bytes` (S: output of
+/// allgather, input of reducescatter, the buffer of allreduce). One unit is
+/// S / chunksPerLoop. Latency: longest path through same-rank deps,
+/// threadblock program order (once assigned) and messages, each message
+/// adding messageLatency. User error when ranks do not match or a pair has
+/// no route.
+llvm::Expected<CostReport> estimateSchedule(const ir::Schedule &s,
+                                            LinkModel &m, double bytes);
+
+/// An inter-node hop's NICs (device indices); -1/-1 routes freely.
+struct NicPair {
+  int out = -1, in = -1;
+  bool isSet() const { return out >= 0 || in >= 0; }
+  friend bool operator==(const NicPair &, const NicPair &) = default;
+};
+
+/// One ring channel: a cycle over all ranks, the NICs of each hop
+/// (hop i goes order[i] -> order[i+1 mod n]; empty means free routing) and
+/// the share of the data it carries.
+struct RingChannel {
+  std::vector<int> order;
+  std::vector<NicPair> nics;
+  double share = 1;
+};
+
+/// Flow of hop `i` of `ring`. REQUIRES: i < ring.order.size().
+const PathFlow &hopFlow(const RingChannel &ring, size_t i, LinkModel &m);
+
+/// Per-channel view: the resource that limits the ring alone and the rate
+/// one hop can move (capacity / messages per step on that resource).
+struct RingBottleneck {
+  int resource = -1;
+  double bandwidth = 0; ///< bytes/s per hop
+  bool routed = true;   ///< false when a hop has no route
+};
+RingBottleneck ringBottleneck(const RingChannel &ring, LinkModel &m);
+
+/// Closed form for ring channels (no schedule): each step moves
+/// share*S/n per hop; bandwidth time from the summed link loads; latency =
+/// max over channels of the largest sum of `steps` consecutive hop
+/// latencies. Equals estimateSchedule on the lowered ring with chunks=1.
+/// REQUIRES: every order is a permutation of the ranks.
+llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
+                                         ir::Collective c, double bytes,
+                                         LinkModel &m);
+
+/// Largest sum of `steps` consecutive values of `lat` taken cyclically.
+double windowLatency(llvm::ArrayRef<double> lat, int steps);
+
+} // namespace topocc::analysis
+
+#endif // TOPOCC_COMPILER_ANALYSIS_COSTMODEL_H

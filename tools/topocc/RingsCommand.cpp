@@ -1,0 +1,411 @@
+//===- tools/topocc/RingsCommand.cpp - `topocc rings` ---------------------===//
+//
+// `topocc rings TOPO.yaml [--collective C] [--size 1G] [--channels N|auto]
+// [--scenario NAME] [--format text|json] [--emit-nccl-graph FILE]`: searches
+// ring orders (compiler/algorithms/RingSearch.h) and prints each channel's
+// order, bottleneck and share, the predicted time/algbw/busbw, the same for
+// the rank-order ring and NCCL's own model. JSON schema: docs/CLI-rings.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/topocc/Driver.h"
+
+#include "backends/NcclGraphXml.h"
+#include "compiler/algorithms/RingSearch.h"
+#include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/NcclModel.h"
+#include "compiler/topology/Scenario.h"
+#include "compiler/topology/TopologyParser.h"
+#include "support/Diagnostics.h"
+
+#include "CLI/CLI.hpp"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+namespace topocc::driver {
+
+namespace {
+
+struct RingsOptions {
+  std::string file;
+  std::string collective = "allreduce";
+  std::string size = "1G";
+  std::string channels = "auto";
+  std::string scenario;
+  std::string format = "text";
+  std::string ncclGraph;
+  bool timeSearch = false;
+};
+
+/// nccl-tests sizes: an integer or decimal with an optional K/M/G suffix
+/// (powers of 1024), optionally followed by B.
+llvm::Expected<double> parseSize(llvm::StringRef text) {
+  llvm::StringRef s = text.trim();
+  if (s.endswith("B") || s.endswith("b"))
+    s = s.drop_back();
+  double mult = 1;
+  if (!s.empty()) {
+    char c = s.back();
+    if (c == 'K' || c == 'k')
+      mult = 1024.0;
+    else if (c == 'M' || c == 'm')
+      mult = 1024.0 * 1024;
+    else if (c == 'G' || c == 'g')
+      mult = 1024.0 * 1024 * 1024;
+    if (mult != 1)
+      s = s.drop_back();
+  }
+  double v;
+  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
+    return makeUserError("invalid --size '" + text +
+                         "' (expected a positive number with an optional "
+                         "K, M or G suffix, powers of 1024: 64M, 1G)");
+  return v * mult;
+}
+
+std::string gbs(double bytesPerSec) {
+  return llvm::formatv("{0:F2} GB/s", bytesPerSec / 1e9).str();
+}
+
+std::string timeText(double s) {
+  if (s < 1e-3)
+    return llvm::formatv("{0:F2} us", s * 1e6).str();
+  if (s < 1)
+    return llvm::formatv("{0:F3} ms", s * 1e3).str();
+  return llvm::formatv("{0:F3} s", s).str();
+}
+
+/// Shortest decimal text of a size mantissa ("1", "64", "1.5").
+std::string plainNumber(double v) {
+  std::string s = llvm::formatv("{0:F3}", v).str();
+  while (!s.empty() && s.back() == '0')
+    s.pop_back();
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+
+std::string sizeText(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0} {1}", plainNumber(b), units[u])
+      .str();
+}
+
+llvm::json::Object costJson(const analysis::CostReport &r) {
+  llvm::json::Object o{{"time_s", r.time},
+                       {"bandwidth_time_s", r.bandwidthTime},
+                       {"latency_time_s", r.latencyTime},
+                       {"raw_bandwidth_time_s", r.rawBandwidthTime},
+                       {"algbw", r.algbw},
+                       {"busbw", r.busbw}};
+  if (r.bottleneck >= 0)
+    o["bottleneck"] = llvm::json::Object{
+        {"link", r.bottleneckName},
+        {"bytes", r.bottleneckBytes},
+        {"capacity", r.bottleneckCapacity},
+        {"raw_capacity", r.bottleneckRawCapacity}};
+  else
+    o["bottleneck"] = nullptr;
+  return o;
+}
+
+llvm::json::Array channelsJson(const topo::Topology &t,
+                               llvm::ArrayRef<analysis::RingChannel> rings,
+                               analysis::LinkModel &m) {
+  llvm::json::Array arr;
+  for (const analysis::RingChannel &rc : rings) {
+    analysis::RingBottleneck bn = analysis::ringBottleneck(rc, m);
+    llvm::json::Array order, nics;
+    for (int r : rc.order)
+      order.push_back(r);
+    for (size_t i = 0; i < rc.nics.size(); ++i)
+      if (rc.nics[i].isSet())
+        nics.push_back(llvm::json::Object{
+            {"hop", static_cast<int64_t>(i)},
+            {"out", rc.nics[i].out >= 0 ? t.device(rc.nics[i].out).name : ""},
+            {"in", rc.nics[i].in >= 0 ? t.device(rc.nics[i].in).name : ""}});
+    llvm::json::Object o{{"order", std::move(order)},
+                         {"share", rc.share},
+                         {"nics", std::move(nics)}};
+    if (bn.resource >= 0)
+      o["bottleneck"] = llvm::json::Object{
+          {"link", m.resourceName(bn.resource)}, {"bandwidth", bn.bandwidth}};
+    else
+      o["bottleneck"] = nullptr;
+    arr.push_back(std::move(o));
+  }
+  return arr;
+}
+
+void printChannels(llvm::raw_ostream &os, const topo::Topology &t,
+                   llvm::ArrayRef<analysis::RingChannel> rings,
+                   analysis::LinkModel &m) {
+  for (size_t c = 0; c < rings.size(); ++c) {
+    const analysis::RingChannel &rc = rings[c];
+    analysis::RingBottleneck bn = analysis::ringBottleneck(rc, m);
+    os << llvm::formatv("  channel {0}: share {1:F3}", c, rc.share);
+    if (bn.resource >= 0)
+      os << "  bottleneck " << m.resourceName(bn.resource) << " at "
+         << gbs(bn.bandwidth);
+    os << "\n    order:";
+    for (int r : rc.order)
+      os << ' ' << r;
+    os << '\n';
+    for (size_t i = 0; i < rc.nics.size(); ++i)
+      if (rc.nics[i].isSet())
+        os << llvm::formatv(
+            "    hop {0} -> {1} via {2} -> {3}\n", rc.order[i],
+            rc.order[(i + 1) % rc.order.size()],
+            rc.nics[i].out >= 0 ? t.device(rc.nics[i].out).name : "-",
+            rc.nics[i].in >= 0 ? t.device(rc.nics[i].in).name : "-");
+  }
+}
+
+void printCost(llvm::raw_ostream &os, const analysis::CostReport &r) {
+  os << "  predicted: time " << timeText(r.time) << "  algbw " << gbs(r.algbw)
+     << "  busbw " << gbs(r.busbw) << '\n';
+  if (r.bottleneck >= 0)
+    os << "  bottleneck link: " << r.bottleneckName << " ("
+       << sizeText(r.bottleneckBytes) << " at " << gbs(r.bottleneckCapacity)
+       << ", raw " << gbs(r.bottleneckRawCapacity) << ")\n";
+  os << "  bandwidth time " << timeText(r.bandwidthTime) << " (raw "
+     << timeText(r.rawBandwidthTime) << "), latency time "
+     << timeText(r.latencyTime) << '\n';
+}
+
+llvm::Expected<ir::Collective> parseColl(llvm::StringRef name) {
+  static const llvm::StringRef kNames[] = {"allreduce", "allgather",
+                                           "reducescatter"};
+  if (llvm::is_contained(kNames, name))
+    return *ir::collectiveFromName(name);
+  std::string hint = nearestMatch(name, kNames);
+  return makeUserError("unknown --collective '" + name + "'" +
+                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                       " (expected allreduce, allgather or reducescatter)");
+}
+
+llvm::Error runRings(const RingsOptions &opts) {
+  if (auto err = checkFormat(opts.format))
+    return err;
+  auto coll = parseColl(opts.collective);
+  if (!coll)
+    return coll.takeError();
+  auto bytes = parseSize(opts.size);
+  if (!bytes)
+    return bytes.takeError();
+  algorithms::RingSearchOptions so;
+  so.collective = *coll;
+  so.bytes = *bytes;
+  if (opts.channels != "auto") {
+    int c;
+    if (llvm::StringRef(opts.channels).getAsInteger(10, c) || c < 1 || c > 64)
+      return makeUserError("invalid --channels '" + opts.channels +
+                           "' (expected 1 to 64 or auto)");
+    so.channels = c;
+  }
+  auto topo = topo::loadTopologyFile(opts.file);
+  if (!topo)
+    return topo.takeError();
+  if (!opts.scenario.empty())
+    if (auto err = topo::applyScenario(*topo, opts.scenario))
+      return err;
+  const topo::Topology &t = *topo;
+  analysis::LinkModel m(t);
+  auto start = std::chrono::steady_clock::now();
+  auto found = algorithms::searchRings(t, m, so);
+  if (!found)
+    return found.takeError();
+  double searchSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+  if (opts.timeSearch) {
+    std::vector<double> times{searchSeconds};
+    for (int i = 0; i < 4; ++i) {
+      analysis::LinkModel fresh(t);
+      auto s0 = std::chrono::steady_clock::now();
+      auto again = algorithms::searchRings(t, fresh, so);
+      if (!again)
+        return again.takeError();
+      times.push_back(std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - s0)
+                          .count());
+    }
+    std::sort(times.begin(), times.end());
+    llvm::errs() << llvm::formatv("search time: {0:F3} ms (median of 5)\n",
+                                  times[2] * 1e3);
+  }
+  std::vector<analysis::RingChannel> rankOrder{algorithms::rankOrderRing(t)};
+  auto roCost = analysis::estimateRings(rankOrder, so.collective, so.bytes, m);
+  if (!roCost)
+    return roCost.takeError();
+  analysis::NcclModelResult nccl =
+      analysis::ncclEstimate(t, so.collective, so.bytes);
+
+  // NCCL graph file.
+  std::vector<std::string> notes;
+  if (!opts.ncclGraph.empty()) {
+    std::vector<backends::NcclGraphChannel> chans;
+    double perChannel = 0, inter = std::numeric_limits<double>::infinity();
+    int n = t.numRanks();
+    int steps = analysis::ringSteps(so.collective, n);
+    const analysis::CostReport &c = found->cost;
+    // Per-hop rate of the whole set, split evenly over the channels.
+    if (c.bandwidthTime > 0)
+      perChannel = steps * so.bytes / n / c.bandwidthTime /
+                   found->rings.size();
+    for (const analysis::RingChannel &rc : found->rings) {
+      backends::NcclGraphChannel ch;
+      ch.order = rc.order;
+      for (size_t i = 0; i < rc.order.size(); ++i) {
+        analysis::NicPair np =
+            i < rc.nics.size() ? rc.nics[i] : analysis::NicPair{};
+        ch.nics.push_back({np.out, np.in});
+        if (np.isSet())
+          inter = std::min(inter, analysis::hopFlow(rc, i, m).bandwidth);
+      }
+      chans.push_back(std::move(ch));
+    }
+    backends::NcclGraphOptions go;
+    go.speedIntra = perChannel / 1e9;
+    go.speedInter = std::isfinite(inter) ? std::min(inter, perChannel) / 1e9
+                                         : go.speedIntra;
+    auto xml = backends::writeNcclGraphXml(t, chans, go);
+    if (!xml)
+      return xml.takeError();
+    if (auto err = writeOutputFile(opts.ncclGraph, xml->xml))
+      return err;
+    notes = xml->notes;
+  }
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  const algorithms::RingSearchResult &res = *found;
+  if (opts.format == "json") {
+    llvm::json::Object chosen{{"method", res.method},
+                              {"exact", res.exact},
+                              {"evaluated", static_cast<int64_t>(res.evaluated)},
+                              {"channels", channelsJson(t, res.rings, m)},
+                              {"predicted", costJson(res.cost)}};
+    llvm::json::Object ro{{"channels", channelsJson(t, rankOrder, m)},
+                          {"predicted", costJson(*roCost)}};
+    auto est = [](const analysis::NcclEstimate &e) -> llvm::json::Value {
+      if (!e.applicable)
+        return nullptr;
+      return llvm::json::Object{{"protocol", e.protocol},
+                                {"model_busbw", e.modelBusBw},
+                                {"latency_s", e.latency},
+                                {"time_s", e.time},
+                                {"algbw", e.algbw},
+                                {"busbw", e.busbw}};
+    };
+    llvm::json::Object nj{{"arch", nccl.arch},
+                          {"intra_path", nccl.intraPath},
+                          {"nodes", nccl.numNodes},
+                          {"ring", est(nccl.ring)},
+                          {"tree", est(nccl.tree)}};
+    llvm::json::Array notesJ;
+    for (const std::string &s : notes)
+      notesJ.push_back(s);
+    llvm::json::Object root{
+        {"topology", t.name()},
+        {"scenario", opts.scenario},
+        {"ranks", t.numRanks()},
+        {"nodes", t.numNodes()},
+        {"collective", ir::collectiveName(so.collective)},
+        {"bytes", so.bytes},
+        {"chosen", std::move(chosen)},
+        {"rank_order", std::move(ro)},
+        {"nccl", std::move(nj)},
+        {"nccl_graph",
+         opts.ncclGraph.empty()
+             ? llvm::json::Value(nullptr)
+             : llvm::json::Value(llvm::json::Object{
+                   {"file", opts.ncclGraph}, {"notes", std::move(notesJ)}})}};
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+  } else {
+    os << "topology " << t.name();
+    if (!opts.scenario.empty())
+      os << " (scenario " << opts.scenario << ")";
+    os << llvm::formatv(": {0} ranks, {1} nodes; {2} of {3} ({4} B)\n",
+                        t.numRanks(), t.numNodes(),
+                        ir::collectiveName(so.collective), sizeText(so.bytes),
+                        static_cast<int64_t>(so.bytes));
+    os << llvm::formatv("chosen rings ({0}, {1} channel{2}, {3} evaluated):\n",
+                        res.method, res.rings.size(),
+                        res.rings.size() == 1 ? "" : "s", res.evaluated);
+    printChannels(os, t, res.rings, m);
+    printCost(os, res.cost);
+    os << "rank-order ring:\n";
+    printChannels(os, t, rankOrder, m);
+    printCost(os, *roCost);
+    os << llvm::formatv("NCCL 2.30 model ({0}, {1} intra-node, {2} node{3}):\n",
+                        nccl.arch, nccl.intraPath, nccl.numNodes,
+                        nccl.numNodes == 1 ? "" : "s");
+    for (const analysis::NcclEstimate *e : {&nccl.ring, &nccl.tree}) {
+      if (!e->applicable) {
+        os << "  " << (e == &nccl.ring ? "ring" : "tree")
+           << ": not applicable\n";
+        continue;
+      }
+      os << "  " << e->algorithm << " " << e->protocol << ": time "
+         << timeText(e->time) << "  algbw " << gbs(e->algbw) << "  busbw "
+         << gbs(e->busbw) << "  (model busBw " << gbs(e->modelBusBw) << ")\n";
+    }
+    if (res.cost.time > 0 && roCost->time > 0)
+      os << llvm::formatv("speedup over rank order: {0:F2}x\n",
+                          roCost->time / res.cost.time);
+  }
+  os.flush();
+  if (auto err = writeOutputFile("-", out))
+    return err;
+  for (const std::string &s : notes)
+    llvm::errs() << "note: " << s << '\n';
+  return llvm::Error::success();
+}
+
+void registerRingsCommand(CLI::App &app) {
+  auto opts = std::make_shared<RingsOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "rings", "Choose ring orders from link bandwidths and predict their "
+               "performance");
+  cmd->add_option("topology", opts->file, "Topology YAML file")->required();
+  cmd->add_option("--collective", opts->collective,
+                  "allreduce, allgather or reducescatter")
+      ->capture_default_str();
+  cmd->add_option("--size", opts->size,
+                  "Message size S (K/M/G are powers of 1024)")
+      ->capture_default_str();
+  cmd->add_option("--channels", opts->channels, "Number of rings, or auto")
+      ->capture_default_str();
+  cmd->add_option("--scenario", opts->scenario,
+                  "Apply this named scenario first");
+  cmd->add_option("--format", opts->format, "Output format: text or json")
+      ->capture_default_str();
+  cmd->add_option("--emit-nccl-graph", opts->ncclGraph,
+                  "Write the rings as an NCCL_GRAPH_FILE ('-' for stdout)");
+  cmd->add_flag("--time-search", opts->timeSearch,
+                "Print the median search time of 5 runs to stderr");
+  cmd->callback([opts] {
+    if (auto err = runRings(*opts))
+      commandExitCode() = reportError(std::move(err));
+    else
+      commandExitCode() = kExitOk;
+  });
+}
+
+static CommandRegistration reg("rings", registerRingsCommand);
+
+} // namespace
+} // namespace topocc::driver

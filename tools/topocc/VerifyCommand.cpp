@@ -1,0 +1,419 @@
+//===- tools/topocc/VerifyCommand.cpp - `topocc verify` -------------------===//
+//
+// `topocc verify FILE.xml [FILE.xml...] [--legacy] [--max-steps N]
+// [--sm-count N] [--topology TOPO.yaml] [--size 1G] [--format text|json]`
+// checks MSCCL algorithm XML files (backends/MscclXmlCheck.h) and prints a
+// verdict per file: accept, or reject with every finding classified by what
+// the real executor does with it (rejects the file, hangs, runs wrongly, or
+// runs a non-conforming file). Window overlaps across the given files are
+// warnings. Exit 0 when every file is accepted, 1 when one is rejected or
+// the command line is wrong, 2 on an internal error. docs/Verify.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/topocc/Driver.h"
+
+#include "backends/MscclXmlCheck.h"
+#include "compiler/topology/TopologyParser.h"
+#include "compiler/topology/Units.h"
+#include "support/Diagnostics.h"
+
+#include "CLI/CLI.hpp"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace topocc::driver {
+
+namespace {
+
+using backends::MscclConsequence;
+using backends::MscclFinding;
+using backends::MscclVerdict;
+
+struct VerifyOptions {
+  std::vector<std::string> files;
+  bool legacy = false;
+  unsigned maxSteps = 64;
+  unsigned smCount = 108;
+  std::string topology;
+  std::string size;
+  std::string format = "text";
+};
+
+/// One file's outcome.
+struct FileResult {
+  std::string file;
+  MscclVerdict verdict;
+  /// Set when the file cannot be read (then `verdict` is empty).
+  std::string ioError;
+  /// --topology: "" when it matches, else why not.
+  std::string topologyError;
+  bool accepted() const {
+    return ioError.empty() && topologyError.empty() &&
+           verdict.accepted();
+  }
+};
+
+/// "1G" (binary, as nccl-tests reads -b/-e), "64K", "1048576", or a size
+/// with a unit of the topology format ("1 GiB", "4MB").
+llvm::Expected<double> parseSize(llvm::StringRef text) {
+  llvm::StringRef t = text.trim();
+  uint64_t mult = 1;
+  if (!t.empty()) {
+    switch (t.back()) {
+    case 'K':
+    case 'k':
+      mult = uint64_t(1) << 10;
+      break;
+    case 'M':
+    case 'm':
+      mult = uint64_t(1) << 20;
+      break;
+    case 'G':
+    case 'g':
+      mult = uint64_t(1) << 30;
+      break;
+    case 'T':
+    case 't':
+      mult = uint64_t(1) << 40;
+      break;
+    default:
+      break;
+    }
+  }
+  uint64_t n = 0;
+  llvm::StringRef num = mult == 1 ? t : t.drop_back();
+  if (!num.empty() && !num.getAsInteger(10, n) && n > 0)
+    return double(n) * double(mult);
+  auto q = topo::parseQuantity(t, topo::QuantityKind::Size, "size");
+  if (q && q->value > 0)
+    return q->value;
+  if (!q)
+    llvm::consumeError(q.takeError());
+  return makeUserError("invalid --size '" + text +
+                       "': expected a positive byte count such as 1G, 64K, "
+                       "1048576 or 1 GiB");
+}
+
+std::string whereOf(const MscclFinding &f) {
+  std::string w;
+  if (f.rank >= 0)
+    w += llvm::formatv("rank {0}", f.rank).str();
+  if (f.tb >= 0)
+    w += llvm::formatv("{0}tb {1}", w.empty() ? "" : " ", f.tb).str();
+  if (f.step >= 0)
+    w += llvm::formatv("{0}step {1}", w.empty() ? "" : " ", f.step).str();
+  return w;
+}
+
+/// The diagnostic with "[rank R tb T step S; consequence]" appended.
+Diagnostic annotated(const MscclFinding &f) {
+  Diagnostic d = f.diag;
+  std::string where = whereOf(f);
+  std::string what =
+      f.consequence ? backends::mscclConsequenceText(*f.consequence).str()
+                    : std::string();
+  if (!where.empty() || !what.empty())
+    d.message += " [" + where + (where.empty() || what.empty() ? "" : "; ") +
+                 what + "]";
+  return d;
+}
+
+std::string describeAlgo(const backends::MscclAlgoInfo &a) {
+  std::string mode;
+  if (a.meta.inplace && a.meta.outofplace)
+    mode = "in-place and out-of-place";
+  else if (a.meta.inplace)
+    mode = "in-place";
+  else if (a.meta.outofplace)
+    mode = "out-of-place";
+  else
+    mode = "no mode";
+  return llvm::formatv("{0}, {1} ranks, {2}, {3}, nchannels {4}, "
+                       "nchunksperloop {5}",
+                       a.meta.coll, a.meta.ngpus, mode,
+                       a.proto.empty() ? "no proto" : a.proto, a.nchannels,
+                       a.nchunksperloop)
+      .str();
+}
+
+/// "2 errors: 1 hangs, 1 runs wrongly" in the order of MscclConsequence.
+std::string countSummary(const std::vector<MscclFinding> &fs) {
+  std::map<MscclConsequence, unsigned> n;
+  for (const MscclFinding &f : fs)
+    if (f.consequence)
+      ++n[*f.consequence];
+  std::string out = llvm::formatv("{0} error{1}", fs.size(),
+                                  fs.size() == 1 ? "" : "s")
+                        .str();
+  const char *sep = ": ";
+  for (auto &[c, k] : n) {
+    out += llvm::formatv("{0}{1} {2}", sep, k,
+                         backends::mscclConsequenceText(c))
+               .str();
+    sep = ", ";
+  }
+  return out;
+}
+
+std::string sizeText(double bytes) {
+  return topo::formatInUnit(bytes, bytes >= double(1 << 30)   ? "GiB"
+                                   : bytes >= double(1 << 20) ? "MiB"
+                                   : bytes >= 1024            ? "KiB"
+                                                              : "B");
+}
+
+void printText(const VerifyOptions &opts, const std::vector<FileResult> &rs,
+               const std::vector<Diagnostic> &overlaps,
+               std::optional<double> sizeBytes, llvm::raw_ostream &os) {
+  unsigned accepted = 0;
+  for (const FileResult &r : rs) {
+    if (!r.ioError.empty()) {
+      os << r.file << ": reject: cannot read the file: " << r.ioError << '\n';
+      continue;
+    }
+    const MscclVerdict &v = r.verdict;
+    std::string algo = v.algo ? " (" + describeAlgo(*v.algo) + ")" : "";
+    if (r.accepted()) {
+      ++accepted;
+      os << r.file << ": accept" << algo << '\n';
+    } else if (v.accepted()) {
+      os << r.file << ": reject" << algo << ": wrong --topology\n";
+    } else {
+      os << r.file << ": reject" << algo << ": " << countSummary(v.findings)
+         << '\n';
+    }
+    for (const MscclFinding &f : v.findings)
+      annotated(f).print(os);
+    for (const MscclFinding &f : v.warningFindings)
+      annotated(f).print(os);
+    if (!opts.topology.empty()) {
+      if (!r.topologyError.empty())
+        os << r.file << ": error: " << r.topologyError << '\n';
+      else
+        os << r.file << ": note: simulated time, algbw, busbw and % of the "
+           << "cut bound at " << sizeText(*sizeBytes) << " on "
+           << opts.topology
+           << " need the simulator, which has not landed yet\n";
+    }
+  }
+  for (const Diagnostic &d : overlaps)
+    d.print(os);
+  if (rs.size() > 1)
+    os << llvm::formatv("verify: {0} files, {1} accepted, {2} rejected\n",
+                        rs.size(), accepted, rs.size() - accepted);
+}
+
+llvm::json::Value findingToJson(const MscclFinding &f) {
+  auto orNull = [](int x) -> llvm::json::Value {
+    if (x < 0)
+      return nullptr;
+    return x;
+  };
+  auto lc = [](unsigned x) -> llvm::json::Value {
+    if (x == 0)
+      return nullptr;
+    return int64_t(x);
+  };
+  return llvm::json::Object{
+      {"file", f.diag.loc.file},
+      {"line", lc(f.diag.loc.line)},
+      {"col", lc(f.diag.loc.col)},
+      {"rule", f.rule},
+      {"consequence",
+       f.consequence
+           ? llvm::json::Value(
+                 backends::mscclConsequenceKey(*f.consequence).str())
+           : llvm::json::Value(nullptr)},
+      {"rank", orNull(f.rank)},
+      {"tb", orNull(f.tb)},
+      {"step", orNull(f.step)},
+      {"message", f.diag.message},
+  };
+}
+
+llvm::json::Value toJson(const VerifyOptions &opts,
+                         const std::vector<FileResult> &rs,
+                         const std::vector<Diagnostic> &overlaps,
+                         std::optional<double> sizeBytes) {
+  llvm::json::Array files;
+  unsigned accepted = 0;
+  for (const FileResult &r : rs) {
+    const MscclVerdict &v = r.verdict;
+    accepted += r.accepted();
+    llvm::json::Object o{{"file", r.file},
+                         {"verdict", r.accepted() ? "accept" : "reject"}};
+    if (!r.ioError.empty())
+      o["ioError"] = r.ioError;
+    if (v.algo) {
+      const backends::MscclAlgoInfo &a = *v.algo;
+      o["algo"] = llvm::json::Object{
+          {"name", a.name},
+          {"coll", a.meta.coll},
+          {"ngpus", a.meta.ngpus},
+          {"proto", a.proto},
+          {"nchannels", a.nchannels},
+          {"nchunksperloop", a.nchunksperloop},
+          {"inplace", a.meta.inplace},
+          {"outofplace", a.meta.outofplace},
+          {"minBytes", int64_t(a.meta.minBytes)},
+          {"maxBytes", int64_t(a.meta.maxBytes)},
+      };
+    } else {
+      o["algo"] = nullptr;
+    }
+    o["properties"] = llvm::json::Object{
+        {"formatOk", v.formatOk},
+        {"deadlockFree", v.deadlockFree},
+        {"raceFree", v.raceFree},
+        {"computesCollective", v.computesCollective},
+    };
+    llvm::json::Array errors, warnings;
+    for (const MscclFinding &f : v.findings)
+      errors.push_back(findingToJson(f));
+    for (const MscclFinding &f : v.warningFindings)
+      warnings.push_back(findingToJson(f));
+    o["errors"] = std::move(errors);
+    o["warnings"] = std::move(warnings);
+    if (!opts.topology.empty()) {
+      llvm::json::Object t{{"file", opts.topology},
+                           {"sizeBytes", *sizeBytes}};
+      if (!r.topologyError.empty())
+        t["error"] = r.topologyError;
+      t["simulation"] = nullptr;
+      t["note"] = "simulated time, algbw, busbw and % of the cut bound need "
+                  "the simulator, which has not landed yet";
+      o["topology"] = std::move(t);
+    }
+    files.push_back(std::move(o));
+  }
+  llvm::json::Array ov;
+  for (const Diagnostic &d : overlaps)
+    ov.push_back(llvm::json::Object{{"file", d.loc.file},
+                                    {"message", d.message}});
+  return llvm::json::Object{
+      {"files", std::move(files)},
+      {"windowOverlaps", std::move(ov)},
+      {"summary", llvm::json::Object{{"files", int64_t(rs.size())},
+                                     {"accepted", accepted},
+                                     {"rejected", rs.size() - accepted}}},
+  };
+}
+
+llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
+  if (auto err = checkFormat(opts.format))
+    return err;
+  if (opts.maxSteps < 1)
+    return makeUserError("--max-steps must be at least 1");
+  std::optional<topo::Topology> topology;
+  std::optional<double> sizeBytes;
+  if (!opts.size.empty() && opts.topology.empty())
+    return makeUserError("--size needs --topology (the size of the simulated "
+                         "call)");
+  if (!opts.topology.empty()) {
+    auto t = topo::loadTopologyFile(opts.topology);
+    if (!t)
+      return t.takeError();
+    topology = std::move(*t);
+    auto sz = parseSize(opts.size.empty() ? "1G" : opts.size);
+    if (!sz)
+      return sz.takeError();
+    sizeBytes = *sz;
+  }
+
+  backends::MscclCheckOptions co;
+  co.maxSteps = opts.maxSteps;
+  co.smCount = opts.smCount;
+  co.legacy = opts.legacy;
+
+  std::vector<FileResult> results;
+  std::vector<backends::MscclAlgoMeta> metas;
+  for (const std::string &file : opts.files) {
+    FileResult r;
+    r.file = file;
+    auto buf = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf) {
+      r.ioError = buf.getError().message();
+      results.push_back(std::move(r));
+      continue;
+    }
+    r.verdict = backends::verifyMscclXml((*buf)->getBuffer(), file, co);
+    if (r.verdict.algo)
+      metas.push_back(r.verdict.algo->meta);
+    if (topology) {
+      int ranks = topology->numRanks();
+      if (!r.verdict.algo)
+        r.topologyError = "cannot compare with --topology: the <algo> "
+                          "element could not be read";
+      else if (r.verdict.algo->meta.ngpus != ranks)
+        r.topologyError =
+            llvm::formatv("--topology {0} has {1} ranks but the file has "
+                          "ngpus={2}; the executor uses a file only on "
+                          "communicators of exactly ngpus ranks",
+                          opts.topology, ranks, r.verdict.algo->meta.ngpus)
+                .str();
+    }
+    results.push_back(std::move(r));
+  }
+  std::vector<Diagnostic> overlaps = backends::checkMscclWindowOverlaps(metas);
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (opts.format == "json")
+    os << llvm::formatv("{0:2}",
+                        toJson(opts, results, overlaps, sizeBytes))
+       << '\n';
+  else
+    printText(opts, results, overlaps, sizeBytes, os);
+  os.flush();
+  if (auto err = writeOutputFile("-", out))
+    return err;
+  return llvm::all_of(results,
+                      [](const FileResult &r) { return r.accepted(); });
+}
+
+void registerVerifyCommand(CLI::App &app) {
+  auto opts = std::make_shared<VerifyOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "verify", "Check MSCCL algorithm XML files: executor checks, rules, "
+                "deadlock, races and the collective's result");
+  cmd->add_option("files", opts->files, "MSCCL algorithm XML files")
+      ->required();
+  cmd->add_flag("--legacy", opts->legacy,
+                "Accept the legacy microsoft/msccl dialect (reduce_scatter, "
+                "missing outofplace/minBytes/maxBytes)");
+  cmd->add_option("--max-steps", opts->maxSteps,
+                  "MSCCL_MAX_NUM_STEPS of the target executor build")
+      ->capture_default_str();
+  cmd->add_option("--sm-count", opts->smCount,
+                  "SMs of the target GPU (co-residency warning; 0 disables)")
+      ->capture_default_str();
+  cmd->add_option("--topology", opts->topology,
+                  "Topology YAML; its rank count must equal ngpus");
+  cmd->add_option("--size", opts->size,
+                  "Call size for the simulation (default 1G; needs "
+                  "--topology)");
+  cmd->add_option("--format", opts->format, "Output format: text or json")
+      ->capture_default_str();
+  cmd->callback([opts] {
+    auto ok = runVerify(*opts);
+    if (!ok)
+      commandExitCode() = reportError(ok.takeError());
+    else
+      commandExitCode() = *ok ? kExitOk : kExitUser;
+  });
+}
+
+} // namespace
+
+static CommandRegistration reg("verify", registerVerifyCommand);
+
+} // namespace topocc::driver
