@@ -1393,7 +1393,9 @@ checkMscclWindowOverlaps(llvm::ArrayRef<MscclAlgoMeta> files) {
                           "overlap on {5}..{6} bytes; the executor picks {7} "
                           "(smaller path) (1.3)",
                           x.fileName, y.fileName, x.coll, x.ngpus,
-                          inplaceMode ? "in-place" : "out-of-place", lo, up,
+                          inplaceMode ? "in-place" : "out-of-place", lo,
+                          up == LLONG_MAX ? std::string("(no upper bound)")
+                                          : std::to_string(up),
                           win.fileName)
                 .str(),
             ""});

@@ -35,6 +35,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kRel = 1e-12; ///< strict improvement threshold
+constexpr double kSpread = 1e-3; ///< weight of the load-spreading tie-break
 
 /// Concatenates device-to-device flows (the fractions add up per resource).
 PathFlow concat(llvm::ArrayRef<PathFlow> parts) {
@@ -106,14 +107,20 @@ public:
       }
       lats[i] = hopLat(a, b);
     }
-    double util = 0;
+    double util = 0, spread = 0;
     for (int r : touched) {
-      util = std::max(util, utilOf(r, load[r]));
+      double u = utilOf(r, load[r]);
+      util = std::max(util, u);
+      spread += u * u;
       load[r] = 0;
     }
     if (!ok)
       return kInf;
-    return scale * util + analysis::windowLatency(lats, window);
+    // With other channels' loads present, prefer spreading load among rings
+    // of equal bottleneck (a small sum-of-squares term; >= 0, so the branch
+    // and bound's lower bound stays valid).
+    double tie = base ? kSpread * scale * spread : 0;
+    return scale * util + analysis::windowLatency(lats, window) + tie;
   }
 
   /// Exact branch and bound; returns the best order (empty if none routes).
@@ -164,12 +171,17 @@ public:
   }
 
   double bestTime() const { return best; }
+  /// Loads (messages per step) already placed by other channels; they count
+  /// on every resource this ring touches.
+  const std::vector<double> *base = nullptr;
   uint64_t evaluated = 0;
 
 private:
   double utilOf(int r, double l) const {
     if (l <= 0)
       return 0;
+    if (base)
+      l += (*base)[r];
     return cap[r] > 1e-9 ? l / cap[r] : kInf;
   }
 
@@ -184,12 +196,9 @@ private:
       const PathFlow &f = hop(cur, first);
       if (!f.found)
         return;
-      double u = util;
-      for (auto [r, x] : f.res)
-        u = std::max(u, utilOf(r, load[r] + x));
-      lats.push_back(hopLat(cur, first));
-      double t = scale * u + analysis::windowLatency(lats, window);
-      lats.pop_back();
+      order.push_back(first);
+      order.pop_back();
+      double t = eval(order);
       if (t < best * (1 - kRel)) {
         best = t;
         bestOrder = order;
@@ -485,6 +494,7 @@ struct Searcher {
     for (int r = 0; r < m.numResources(); ++r)
       cap[r] = m.capacity(r);
     bool allExact = true;
+    std::vector<double> baseLoad(m.numResources(), 0);
     // Local path per (node, rail), in local GPU indices.
     auto localPath = [&](size_t ni, size_t rail) {
       const NodeInfo &info = nodes[ni];
@@ -509,8 +519,9 @@ struct Searcher {
       for (int a = 0; a < k; ++a)
         for (int b = 0; b < k; ++b)
           flows[a * k + b] = &m.rankFlow(info.gpuRanks[a], info.gpuRanks[b]);
-      int cands = std::min(k, 3);
+      int cands = std::min(k, 4);
       std::vector<int> bestPath;
+      PathFlow bestClosing;
       double bestT = kInf;
       for (int ei = 0; ei < cands; ++ei)
         for (int xi = 0; xi < cands; ++xi) {
@@ -519,6 +530,7 @@ struct Searcher {
           int e = byNic[ei], x = byNic[xi];
           PathFlow closing = concat({toNic[x], fromNic[e]});
           GroupSearch g(flows, k, cap, steps * msg, msg, k, e, x, &closing);
+          g.base = &baseLoad;
           std::vector<int> path;
           if (k <= opts.exactLimit) {
             bool complete = true;
@@ -539,9 +551,16 @@ struct Searcher {
             if (tt < bestT * (1 - kRel)) {
               bestT = tt;
               bestPath = path;
+              bestClosing = closing;
             }
           }
         }
+      // Later channels see this one's loads inside the node.
+      for (size_t i = 0; i + 1 < bestPath.size(); ++i)
+        for (auto [r, x] : flows[bestPath[i] * k + bestPath[i + 1]]->res)
+          baseLoad[r] += x;
+      for (auto [r, x] : bestClosing.res)
+        baseLoad[r] += x;
       return bestPath;
     };
     std::vector<RingChannel> rings;

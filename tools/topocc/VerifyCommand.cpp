@@ -120,9 +120,15 @@ Diagnostic annotated(const MscclFinding &f) {
   std::string what =
       f.consequence ? backends::mscclConsequenceText(*f.consequence).str()
                     : std::string();
-  if (!where.empty() || !what.empty())
-    d.message += " [" + where + (where.empty() || what.empty() ? "" : "; ") +
-                 what + "]";
+  if (where.empty() && what.empty())
+    return d;
+  // After the first line (a deadlock message lists the cycle below it).
+  size_t eol = d.message.find('\n');
+  if (eol == std::string::npos)
+    eol = d.message.size();
+  d.message.insert(eol, " [" + where +
+                            (where.empty() || what.empty() ? "" : "; ") +
+                            what + "]");
   return d;
 }
 
