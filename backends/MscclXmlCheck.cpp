@@ -211,6 +211,7 @@ private:
   void checkGpuRules(const MscclAlgo &a, const MscclGpu &g);
   void checkFifo(const MscclAlgo &a);
   void checkExecution(const MscclAlgo &a);
+  bool executionIsBounded(const MscclAlgo &a);
 
 public:
   void classifyFindings();
@@ -934,9 +935,9 @@ void Checker::checkGpuRules(const MscclAlgo &a, const MscclGpu &g) {
         }
         if (off < 0 || off + st.cnt > sizes[b])
           err(at(st.el, key),
-              llvm::formatv("rule 10: {0} addresses {1}[{2}..{3}) but the "
-                            "buffer has {4} units ({1}_chunks)",
-                            sw, *buf, off, off + st.cnt, sizes[b]));
+              llvm::formatv("rule 10: {0} addresses {1}[{2}..{3}) through "
+                            "{5} but the buffer has {4} units ({1}_chunks)",
+                            sw, *buf, off, off + st.cnt, sizes[b], key));
       }
       // The msccl-tools quirk (section 4) puts the sender's slot in src.
       // A local operand at another offset than dst is suspicious, except
@@ -1075,12 +1076,29 @@ void Checker::checkRules(const MscclAlgo &a) {
                         g.id),
           MscclConsequence::RunsWrongly);
   }
-  for (int r = 0; r < a.ngpus && r < 65536; ++r)
-    if (!seen.count(r))
+  // Name the first few missing ranks, then count the rest (bounded work
+  // for a huge ngpus).
+  constexpr int kNamedMissing = 8;
+  int missing = 0;
+  int64_t more = 0;
+  for (int r = 0; r < a.ngpus; ++r) {
+    if (seen.count(r))
+      continue;
+    if (missing++ < kNamedMissing) {
       err(a.el->loc,
           llvm::formatv("rule 4: rank {0} has no <gpu>; it would launch an "
                         "empty grid",
                         r));
+    } else {
+      more = int64_t(a.ngpus) - r -
+             std::distance(seen.lower_bound(r), seen.end());
+      break;
+    }
+  }
+  if (more > 0)
+    err(a.el->loc, llvm::formatv("rule 4: {0} more ranks have no "
+                                 "<gpu> (ngpus={1})",
+                                 more, a.ngpus));
   for (const MscclGpu &g : a.gpus)
     checkGpuRules(a, g);
   checkFifo(a);
@@ -1223,6 +1241,31 @@ void Checker::classifyFindings() {
   }
 }
 
+bool Checker::executionIsBounded(const MscclAlgo &a) {
+  // The symbolic execution is linear in ranks x chunks and in the buffer
+  // sizes; a file beyond any real one (16-bit offsets, 8 KiB-class files)
+  // is reported instead of simulated.
+  constexpr int64_t kMaxWork = int64_t(1) << 22;
+  int64_t work = int64_t(a.ngpus) * a.nchunksperloop;
+  for (const MscclGpu &g : a.gpus) {
+    work += std::abs(int64_t(g.iChunks)) + std::abs(int64_t(g.oChunks)) +
+            std::abs(int64_t(g.sChunks));
+    for (const MscclTb &tb : g.tbs)
+      for (const MscclStep &st : tb.steps)
+        work += std::abs(int64_t(st.cnt)) + 1;
+  }
+  if (work <= kMaxWork)
+    return true;
+  err(a.el->loc,
+      llvm::formatv("limit (verifier): ngpus x nchunksperloop plus the buffer "
+                    "sizes is {0}, above the {1} the symbolic check "
+                    "handles; deadlock, races and the result are not "
+                    "checked",
+                    work, kMaxWork),
+      MscclConsequence::NonConforming);
+  return false;
+}
+
 void Checker::run() {
   checkHygiene();
   if (!checkTopLevel()) {
@@ -1282,7 +1325,8 @@ void Checker::run() {
     checkRules(*algo);
   v.formatOk = v.problems.empty();
   if (opts.checkExecution && algo->complete && algo->ngpus >= 1 &&
-      algo->nchunksperloop >= 1 && isNewColl(algo->coll))
+      algo->nchunksperloop >= 1 && isNewColl(algo->coll) &&
+      executionIsBounded(*algo))
     checkExecution(*algo);
 }
 

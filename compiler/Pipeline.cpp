@@ -12,6 +12,7 @@
 #include "compiler/passes/Fuse.h"
 #include "compiler/passes/LegalizeDependencies.h"
 #include "compiler/passes/LowerRing.h"
+#include "compiler/passes/SplitChannels.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
@@ -110,8 +111,9 @@ llvm::Error checkRequest(const CompileRequest &req) {
   return llvm::Error::success();
 }
 
-const llvm::StringRef kPassNames[] = {
-    "fuse", "assign-channels", "assign-threadblocks", "legalize-dependencies"};
+const llvm::StringRef kPassNames[] = {"fuse", "assign-channels",
+                                     "split-channels", "assign-threadblocks",
+                                     "legalize-dependencies"};
 
 /// The transform registered under `name` (one of kPassNames).
 std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
@@ -125,6 +127,10 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
     };
   if (name == "assign-channels")
     return [](Schedule &s) { return passes::assignChannels(s); };
+  if (name == "split-channels")
+    return [maxSteps = req.maxSteps](Schedule &s) {
+      return passes::splitChannels(s, maxSteps);
+    };
   if (name == "assign-threadblocks")
     return
         [limits](Schedule &s) { return passes::assignThreadblocks(s, limits); };
@@ -169,6 +175,10 @@ compile(int32_t numRanks, const CompileRequest &req, PassLogger &log) {
   // Each ring gets its own MSCCL channel (its own connections and FIFOs).
   if (auto err = run("assign-channels", each))
     return err;
+  // Chains longer than the step limit (large rings) continue on extra
+  // channels, each segment in its own threadblock.
+  if (auto err = run("split-channels", each))
+    return err;
   // One send and one receive peer per threadblock; enforces the step limits.
   if (auto err = run("assign-threadblocks", each))
     return err;
@@ -198,7 +208,7 @@ llvm::Expected<Schedule> runSinglePass(llvm::StringRef name, Schedule s,
     return err;
   Stage expected = name == "fuse"              ? Stage::Lowered
                    : name == "assign-channels" ? Stage::Fused
-                   : name == "assign-threadblocks"
+                   : name == "assign-threadblocks" || name == "split-channels"
                        ? Stage::ChannelsAssigned
                        : Stage::ThreadblocksAssigned;
   if (s.stage != expected && !(name == "fuse" && s.stage == Stage::Fused))

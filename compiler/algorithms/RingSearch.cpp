@@ -74,6 +74,7 @@ public:
           lat[a * k + b] = analysis::messageLatency(msg, *flow[a * k + b]);
     closingLat = closing ? analysis::messageLatency(msg, *closing) : 0;
     load.assign(cap.size(), 0);
+    scratch.assign(cap.size(), 0);
   }
 
   const PathFlow &hop(int a, int b) const {
@@ -101,18 +102,18 @@ public:
         break;
       }
       for (auto [r, x] : f.res) {
-        if (load[r] == 0)
+        if (scratch[r] == 0)
           touched.push_back(r);
-        load[r] += x;
+        scratch[r] += x;
       }
       lats[i] = hopLat(a, b);
     }
     double util = 0, spread = 0;
     for (int r : touched) {
-      double u = utilOf(r, load[r]);
+      double u = utilOf(r, scratch[r]);
       util = std::max(util, u);
       spread += u * u;
-      load[r] = 0;
+      scratch[r] = 0;
     }
     if (!ok)
       return kInf;
@@ -196,8 +197,6 @@ private:
       const PathFlow &f = hop(cur, first);
       if (!f.found)
         return;
-      order.push_back(first);
-      order.pop_back();
       double t = eval(order);
       if (t < best * (1 - kRel)) {
         best = t;
@@ -311,7 +310,7 @@ private:
   int window;
   int first, last;
   const PathFlow *closing;
-  std::vector<double> lat, load;
+  std::vector<double> lat, load, scratch; ///< scratch: eval() only
   double closingLat = 0;
   double best = kInf;
   std::vector<int> bestOrder;

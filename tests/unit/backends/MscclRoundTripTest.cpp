@@ -22,6 +22,7 @@
 
 #include "gtest/gtest.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -118,9 +119,9 @@ std::string describe(const NormOp &o) {
   std::string deps;
   for (const Place &p : o.deps)
     deps += llvm::formatv(" tb{0}#{1}", p.first, p.second).str();
-  return llvm::formatv("{0} src={1}:{2}+{3} dst={4}:{5}+{6} send={7} "
+  return llvm::formatv("kind {0} src={1}:{2}+{3} dst={4}:{5}+{6} send={7} "
                        "recv={8} ch={9} deps={{{10} }",
-                       opKindName(o.kind), int(o.src.buffer), o.src.chunk,
+                       int(o.kind), int(o.src.buffer), o.src.chunk,
                        o.src.count, int(o.dst.buffer), o.dst.chunk,
                        o.dst.count, o.sendPeer, o.recvPeer, o.channel, deps)
       .str();
@@ -215,6 +216,41 @@ TEST(MscclRoundTripTest, CompiledRingsImportToAnEquivalentSchedule) {
   EXPECT_EQ(compiled, cases().size());
 }
 
+TEST(MscclRoundTripTest, ComparisonSeesDifferences) {
+  // Negative control for normalize(): a dropped dependency, a changed
+  // operand and a re-paired message are all differences.
+  CompileRequest req;
+  req.collective = Collective::AllReduce;
+  req.channels = 2;
+  PassLogger log;
+  auto plan = compile(4, req, log);
+  ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+  Norm base = normalize(plan->schedule);
+  size_t nOps = 0;
+  for (const NormRank &r : base.ranks)
+    for (auto &[tb, ops] : r.blocks)
+      nOps += ops.size();
+  EXPECT_GT(nOps, 0u);
+  EXPECT_FALSE(base.pairs.empty());
+
+  Schedule changed = plan->schedule;
+  for (Op &op : changed.ranks[0].ops)
+    if (op.kind != OpKind::Nop) {
+      op.src.chunk ^= 1;
+      break;
+    }
+  EXPECT_FALSE(normalize(changed).ranks[0].blocks ==
+               base.ranks[0].blocks);
+
+  changed = plan->schedule;
+  for (Op &op : changed.ranks[1].ops)
+    if (sends(op.kind)) {
+      op.sendMsg = op.sendMsg == 0 ? 1 : 0;
+      break;
+    }
+  EXPECT_NE(normalize(changed).pairs, base.pairs);
+}
+
 TEST(MscclRoundTripTest, EmittingTheImportReproducesTheFile) {
   // emit(import(emit(s))) == emit(s): the importer loses nothing the
   // emitter writes.
@@ -236,7 +272,7 @@ TEST(MscclRoundTripTest, EmittingTheImportReproducesTheFile) {
     o.name = plan->schedule.name;
     auto again = backends::mscclXmlToString(*imported, o);
     ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
-    EXPECT_EQ(*xml, *again) << collectiveName(coll);
+    EXPECT_EQ(*xml, *again) << collectiveName(coll).str();
   }
 }
 

@@ -1,0 +1,153 @@
+//===- compiler/topology/TopologyDecl.h - Parsed declarations --*- C++ -*-===//
+//
+// Internal to the topology parser: the declarations read from YAML (link
+// attributes, device and link patterns, node templates, nodes, fabric) and
+// the Expander that counts them (size limits before any expansion) and
+// expands them into a Topology. Stage: topology parsing. No yaml-cpp here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYDECL_H
+#define TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYDECL_H
+
+#include "compiler/topology/NamePattern.h"
+#include "compiler/topology/Topology.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace topocc::topo {
+
+/// Link attributes as given by a class or a link entry.
+struct LinkAttrs {
+  std::optional<LinkType> type;
+  std::optional<Quantity> bandwidth[2];
+  std::optional<Quantity> latency;
+  std::optional<int> count;
+  std::optional<Duplex> duplex;
+  std::optional<double> efficiency;
+};
+
+/// A located name pattern.
+struct PatternAt {
+  Pattern pattern;
+  SourceLoc base; ///< location of the pattern's first character
+};
+
+struct DeviceDecl {
+  PatternAt name;
+  DeviceKind kind = DeviceKind::Gpu;
+  SwitchKind switchKind = SwitchKind::None;
+  std::string model;
+  SourceLoc loc;
+  Binding binding;
+  bool ok = false;
+};
+
+struct LinkDecl {
+  PatternAt from, to;
+  std::string className;
+  LinkAttrs attrs; ///< class attributes overridden by inline ones
+  SourceLoc loc;
+  Binding binding;
+  bool ok = false;
+};
+
+struct LocalDevice {
+  std::string name;
+  const DeviceDecl *decl;
+};
+struct LocalLink {
+  int from, to;
+  const LinkDecl *decl;
+};
+
+/// A node template, an inline node body, or the fabric.
+struct Body {
+  std::string name;
+  SourceLoc loc;
+  std::vector<std::unique_ptr<DeviceDecl>> devices;
+  std::vector<std::unique_ptr<LinkDecl>> links;
+  uint64_t deviceCount = 0, linkCount = 0;
+  bool counted = false, expanded = false, ok = true;
+  std::vector<LocalDevice> localDevices;
+  std::vector<LocalLink> localLinks;
+};
+
+struct NodeDecl {
+  PatternAt name;
+  Binding binding;
+  std::string templateName;
+  SourceLoc templateLoc;
+  Body *tmpl = nullptr;
+  std::unique_ptr<Body> inlineBody;
+  SourceLoc loc;
+  bool ok = false;
+};
+
+/// Where the parser's diagnostics go (it caps their number).
+class ErrorSink {
+public:
+  virtual ~ErrorSink() = default;
+  virtual void error(SourceLoc loc, const llvm::Twine &msg) = 0;
+  virtual bool tooManyErrors() const = 0;
+  /// An error at the pattern's character `e.offset`.
+  void patternError(const PatternAt &p, const PatternError &e) {
+    SourceLoc l = p.base;
+    if (l.col)
+      l.col += static_cast<unsigned>(e.offset);
+    error(l, e.message);
+  }
+};
+
+using TemplateMap = std::map<std::string, std::unique_ptr<Body>, std::less<>>;
+
+/// Counts and expands declarations into `topo` (devices, links, nodes).
+class Expander {
+public:
+  Expander(ErrorSink &sink, Topology &topo, std::string file,
+           TemplateMap &templates, std::vector<std::string> &templateOrder,
+           std::vector<std::unique_ptr<NodeDecl>> &nodeDecls,
+           std::unique_ptr<Body> &fabric)
+      : sink(sink), topo(topo), file(std::move(file)), templates(templates),
+        templateOrder(templateOrder), nodeDecls(nodeDecls), fabric(fabric) {}
+
+  /// False (with errors) when the topology would exceed kMaxDevices or
+  /// kMaxLinks; nothing is expanded to find out.
+  bool checkSizes();
+  /// Expands every template (used or not), the nodes and the fabric.
+  /// REQUIRES: checkSizes() returned true.
+  void expandAll();
+
+private:
+  void error(SourceLoc loc, const llvm::Twine &msg) { sink.error(loc, msg); }
+  void patternError(const PatternAt &p, const PatternError &e) {
+    sink.patternError(p, e);
+  }
+  bool tooManyErrors() const { return sink.tooManyErrors(); }
+  void countBody(Body &b);
+  void expandBody(Body &b, bool fabric);
+  void instantiateNodes();
+  void addFabric();
+  int addDevice(std::string fullName, std::string node, std::string local,
+                int nodeIndex, const DeviceDecl &decl);
+  void addLink(int from, int to, const LinkDecl &decl);
+
+  ErrorSink &sink;
+  Topology &topo;
+  std::string file;
+  TemplateMap &templates;
+  std::vector<std::string> &templateOrder;
+  std::vector<std::unique_ptr<NodeDecl>> &nodeDecls;
+  std::unique_ptr<Body> &fabric;
+  std::unordered_map<std::string, int> byName;
+};
+
+} // namespace topocc::topo
+
+#endif // TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYDECL_H
