@@ -23,6 +23,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <memory>
+#include <map>
 #include <set>
 
 namespace topocc::driver {
@@ -96,22 +97,27 @@ llvm::Expected<std::string> render(const ir::Schedule &s,
   return backends::mscclXmlToString(s, xml);
 }
 
-/// "wrote FILE: ring allreduce, 4 ranks, 1 channel, 4 threadblocks, 28 steps"
+/// "wrote FILE: ring allreduce, 4 ranks, 1 channel, 4 threadblocks (1 per
+/// rank), 28 steps (at most 7 per threadblock), nchunksperloop 4"
 std::string summary(const ir::Schedule &s, const CompileOptions &opts) {
-  size_t threadblocks = 0, steps = 0;
+  size_t threadblocks = 0, steps = 0, maxTbs = 0, maxSteps = 0;
   for (const ir::RankProgram &rp : s.ranks) {
-    std::set<ir::TbId> tbs;
+    std::map<ir::TbId, size_t> perTb;
     for (const ir::Op &op : rp.ops)
-      tbs.insert(op.threadblock);
-    threadblocks += tbs.size();
+      ++perTb[op.threadblock];
+    threadblocks += perTb.size();
+    maxTbs = std::max(maxTbs, perTb.size());
+    for (auto &[tb, n] : perTb)
+      maxSteps = std::max(maxSteps, n);
     steps += rp.ops.size();
   }
   return llvm::formatv("wrote {0}: {1} {2}, {3} ranks, {4} channel{5}, {6} "
-                       "threadblocks, {7} steps\n",
+                       "threadblocks ({7} per rank at most), {8} steps ({9} "
+                       "per threadblock at most), nchunksperloop {10}\n",
                        opts.output, opts.algorithm,
                        ir::collectiveName(s.collective), s.numRanks,
                        s.numChannels, s.numChannels == 1 ? "" : "s",
-                       threadblocks, steps)
+                       threadblocks, maxTbs, steps, maxSteps, s.chunksPerLoop)
       .str();
 }
 
