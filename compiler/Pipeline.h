@@ -2,13 +2,19 @@
 //
 // compile(): THE ordered list of passes from a compile request to a verified,
 // Legalized schedule, with a logger that prints the IR after each pass and
-// times the passes (output only to the streams the caller passes in).
+// times the passes (output only to the streams the caller passes in). Given
+// the topology, compile() first chooses the algorithm's structure (the ring
+// search's rings, the hierarchical ring's nodes); one switch over Algorithm
+// dispatches the lowering.
 // runSinglePass(): one named pass on a parsed schedule (--run-pass).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PIPELINE_H
 #define TOPOCC_COMPILER_PIPELINE_H
 
+#include "backends/NcclGraphXml.h"
+#include "compiler/analysis/CostModel.h"
+#include "compiler/topology/Topology.h"
 #include "ir/Schedule.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -22,13 +28,38 @@
 
 namespace topocc {
 
+/// The lowerings compile() knows; add one here, in parseAlgorithm,
+/// algorithmName and the switch in compile().
+enum class Algorithm { Ring, HierRing };
+
+/// "ring" or "hier-ring"; user error naming the known ones otherwise.
+llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name);
+llvm::StringRef algorithmName(Algorithm a);
+
+/// One ring channel as lowered: its order and its share of the data as a
+/// chunk count (units per rank on that channel).
+struct ChannelRing {
+  std::vector<ir::RankId> order;
+  int32_t chunks = 1;
+};
+
 struct CompileRequest {
   ir::Collective collective = ir::Collective::AllReduce;
   std::string algorithm = "ring";
+  /// Rings (channels); 0 means auto: as many as the ring search chooses
+  /// (needs the topology).
   int32_t channels = 1;
+  /// Chunks per rank per channel on average: the channels share
+  /// channels * chunks units per rank in proportion to their data shares
+  /// (passes::chunksForShares).
   int32_t chunks = 1;
-  /// Ring order (a permutation of the ranks); empty means rank order.
+  /// Ring order for every channel (a permutation of the ranks). Empty: the
+  /// ring search's rings when compile() has the topology, else rank order.
   std::vector<ir::RankId> ringOrder;
+  /// Use rank order 0, 1, ..., n-1 on every channel (--ring rank-order).
+  bool rankOrder = false;
+  /// Message size S the rings are chosen for, bytes (nccl-tests S).
+  double bytes = 64.0 * 1024 * 1024;
   bool inplace = false;
   std::string proto = "Simple"; ///< "Simple", "LL" or "LL128"
   int32_t maxSteps = 64;        ///< MSCCL_MAX_NUM_STEPS of the runtime
@@ -64,15 +95,47 @@ private:
 
 struct CompiledPlan {
   ir::Schedule schedule; ///< stage Legalized, verified
-  std::string algorithm; ///< "ring"
+  std::string algorithm; ///< "ring" or "hier-ring"
+  /// Ring algorithm: the rings lowered, one per requested channel (before
+  /// split-channels), with their NIC hops when the search chose them.
+  std::vector<ChannelRing> rings;
+  std::vector<analysis::RingChannel> searched; ///< empty unless searched
+  /// Where the rings came from: "ring search (exact)", "--ring", "rank
+  /// order", ...; for hier-ring a description of nodes and rails.
+  std::string source;
 };
 
 /// Lowers, optimizes, assigns and legalizes; verifies after lowering and at
 /// the end (and after every pass with verifyEach). User errors for bad
 /// requests and limits; an internal error (with the IR before and after)
-/// when a pass produces a schedule the verifier rejects.
+/// when a pass produces a schedule the verifier rejects. Without a topology
+/// the ring is req.ringOrder or rank order, and hier-ring and auto channels
+/// are user errors.
 llvm::Expected<CompiledPlan>
 compile(int32_t numRanks, const CompileRequest &req, PassLogger &log);
+/// The same on `t`'s ranks; the ring algorithm uses the ring search
+/// (compiler/algorithms/RingSearch.h) for req.bytes unless an order is given.
+llvm::Expected<CompiledPlan> compile(const topo::Topology &t,
+                                     const CompileRequest &req,
+                                     PassLogger &log);
+
+/// The lowered (unoptimised) hierarchical ring all-reduce on `t` with
+/// `channels` and `chunks` (intra-node order chosen for `bytes`): what
+/// compile() lowers for hier-ring, for cost estimates. User error when `t` has fewer than 2 nodes with GPUs or
+/// nodes of different sizes.
+llvm::Expected<ir::Schedule> lowerHierRingFor(const topo::Topology &t,
+                                              ir::Collective c,
+                                              int32_t channels, int32_t chunks,
+                                              bool inplace, double bytes);
+
+/// NCCL_GRAPH_FILE for ring channels on `t`, with per-channel speeds from
+/// the cost model (the set's per-hop rate split over the channels; the
+/// inter-node speed is the slowest NIC hop's flow). Notes say what the
+/// file cannot express.
+llvm::Expected<backends::NcclGraphOutput>
+ncclGraphForRings(const topo::Topology &t,
+                  llvm::ArrayRef<analysis::RingChannel> rings,
+                  ir::Collective c, double bytes, analysis::LinkModel &m);
 
 /// Names accepted by runSinglePass, in pipeline order.
 llvm::ArrayRef<llvm::StringRef> passNames();

@@ -1,9 +1,10 @@
 //===- compiler/passes/LowerRing.cpp - Ring collectives to schedule IR ----===//
 //
-// Layout (N ranks, C channels, K chunks per rank per channel; the total buffer
-// is cut into nchunksperloop = N*C*K units):
-//   data unit of rank q, channel c, sub-chunk j:  q*C*K + c*K + j
-//   per-rank unit (allgather input, reducescatter output): c*K + j
+// Layout (N ranks, C channels, K_c chunks per rank on channel c, T = sum of
+// K_c, O_c = K_0 + ... + K_{c-1}; the total buffer is cut into
+// nchunksperloop = N*T units; with K_c = K for all c this is N*C*K):
+//   data unit of rank q, channel c, sub-chunk j:  q*T + O_c + j
+//   per-rank unit (allgather input, reducescatter output): O_c + j
 // Ring position p holds rank ring[p]; it receives from position p-1 and sends
 // to position p+1. Reducescatter step t (0..N-1) handles the block of rank
 // ring[p-1-t], so the last step completes the rank's own block; allgather
@@ -25,6 +26,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cmath>
 
 namespace topocc::passes {
 
@@ -35,16 +38,22 @@ namespace {
 /// Lowers one ring collective; see the file comment for the layout.
 class RingLowering {
 public:
-  RingLowering(const RingOptions &o, std::vector<RankId> ring)
-      : o(o), ring(std::move(ring)), n(o.numRanks), c(o.channels), k(o.chunks) {
+  RingLowering(const RingOptions &o, std::vector<std::vector<RankId>> rings,
+               std::vector<int32_t> kc)
+      : o(o), rings(std::move(rings)), kc(std::move(kc)), n(o.numRanks) {
+    for (int32_t x : this->kc) {
+      off.push_back(total);
+      total += x;
+    }
   }
 
   Schedule run();
 
 private:
   const RingOptions &o;
-  std::vector<RankId> ring;
-  int32_t n, c, k;
+  std::vector<std::vector<RankId>> rings; ///< per channel
+  std::vector<int32_t> kc, off;           ///< K_c and O_c per channel
+  int32_t n, total = 0;
   Schedule s;
   /// Last op of the (rank, channel) chain being emitted; kNone at its start.
   OpId last = kNone;
@@ -53,17 +62,18 @@ private:
     return o.collective == Collective::AllReduce ? 2 * n - 1 : n;
   }
   int32_t dataUnit(RankId q, int32_t ch, int32_t j) const {
-    return q * c * k + ch * k + j;
+    return q * total + off[ch] + j;
   }
-  int32_t localUnit(int32_t ch, int32_t j) const { return ch * k + j; }
-  RankId rankAt(int32_t pos) const { return ring[((pos % n) + n) % n]; }
+  int32_t localUnit(int32_t ch, int32_t j) const { return off[ch] + j; }
+  /// Rank at position `pos` of the ring of the channel being lowered.
+  RankId rankAt(int32_t pos) const { return (*ring)[((pos % n) + n) % n]; }
   /// Message sent at step t by position p for (channel, sub-chunk).
   MsgId msg(int32_t ch, int32_t j, int32_t t, int32_t p) const {
-    return ((ch * k + j) * (numSteps() - 1) + t) * n + ((p % n) + n) % n;
+    return ((off[ch] + j) * (numSteps() - 1) + t) * n + ((p % n) + n) % n;
   }
   /// A fresh scratch unit for the partial sum of reduce-scatter step t >= 1.
   BufferRef scratch(int32_t ch, int32_t j, int32_t t) {
-    int32_t unit = (ch * k + j) * (n - 1) + (t - 1);
+    int32_t unit = (off[ch] + j) * (n - 1) + (t - 1);
     return {BufferKind::Scratch, unit, 1};
   }
 
@@ -115,11 +125,14 @@ private:
   }
 
   void lowerChannel(int32_t p, int32_t ch);
+
+  const std::vector<RankId> *ring = nullptr; ///< the channel being lowered
 };
 
 void RingLowering::lowerChannel(int32_t p, int32_t ch) {
+  ring = &rings[ch];
   const RankId r = rankAt(p), next = rankAt(p + 1), prev = rankAt(p - 1);
-  const int32_t steps = numSteps();
+  const int32_t steps = numSteps(), k = kc[ch];
   const bool inplace = o.inplace;
   last = kNone;
   for (int32_t t = 0; t < steps; ++t) {
@@ -196,15 +209,17 @@ void RingLowering::lowerChannel(int32_t p, int32_t ch) {
 Schedule RingLowering::run() {
   s.collective = o.collective;
   s.numRanks = n;
-  s.chunksPerLoop = n * c * k;
+  s.chunksPerLoop = n * total;
   s.inplace = o.inplace;
   s.stage = Stage::Lowered;
   s.name = o.name.empty() ? llvm::formatv("ring{0}_{1}_c{2}_k{3}_{4}", n,
-                                          collectiveName(o.collective), c, k,
+                                          collectiveName(o.collective),
+                                          o.channels, o.chunks,
                                           o.inplace ? "inplace" : "outofplace")
                                 .str()
                           : o.name;
   s.ranks.resize(n);
+  const int32_t c = static_cast<int32_t>(rings.size());
   for (int32_t p = 0; p < n; ++p)
     for (int32_t ch = 0; ch < c; ++ch)
       lowerChannel(p, ch);
@@ -216,7 +231,7 @@ Schedule RingLowering::run() {
         if (b->isUsed() && b->buffer == BufferKind::Scratch)
           scratchEnd = std::max(scratchEnd, b->chunk + b->count);
     rp.scratchChunks = scratchEnd;
-    int32_t local = c * k, full = s.chunksPerLoop;
+    int32_t local = total, full = s.chunksPerLoop;
     switch (o.collective) {
     case Collective::AllReduce:
       rp.inputChunks = full;
@@ -292,22 +307,106 @@ llvm::Expected<Schedule> lowerRing(const RingOptions &o) {
   if (o.chunks < 1)
     problems.push_back(
         llvm::formatv("--chunks must be at least 1, got {0}", o.chunks));
-  if (problems.empty() && int64_t(o.numRanks) * o.channels * o.chunks > 32767)
-    problems.push_back(llvm::formatv(
-        "ranks * channels * chunks = {0} units exceeds 32767 (MSCCL stores "
-        "offsets in 16 bits); use fewer channels or chunks",
-        int64_t(o.numRanks) * o.channels * o.chunks));
-  std::vector<RankId> ring = o.ringOrder;
+  if (!o.channelOrders.empty() &&
+      static_cast<int64_t>(o.channelOrders.size()) != o.channels)
+    problems.push_back(llvm::formatv("{0} per-channel ring orders for {1} "
+                                     "channels",
+                                     o.channelOrders.size(), o.channels));
+  if (!o.channelChunks.empty() &&
+      static_cast<int64_t>(o.channelChunks.size()) != o.channels)
+    problems.push_back(llvm::formatv("{0} per-channel chunk counts for {1} "
+                                     "channels",
+                                     o.channelChunks.size(), o.channels));
+  for (size_t c = 0; c < o.channelChunks.size(); ++c)
+    if (o.channelChunks[c] < 1)
+      problems.push_back(llvm::formatv(
+          "channel {0} has {1} chunks; every channel needs at least 1", c,
+          o.channelChunks[c]));
+  if (!problems.empty())
+    return makeUserError(llvm::join(problems, "\n"));
+  std::vector<int32_t> kc = o.channelChunks;
+  if (kc.empty())
+    kc.assign(o.channels, o.chunks);
+  int64_t units = 0;
+  for (int32_t x : kc)
+    units += x;
+  units *= o.numRanks;
+  if (units > 32767)
+    problems.push_back(
+        o.channelChunks.empty()
+            ? llvm::formatv("ranks * channels * chunks = {0} units exceeds "
+                            "32767 (MSCCL stores offsets in 16 bits); use "
+                            "fewer channels or chunks",
+                            units)
+                  .str()
+            : llvm::formatv("ranks * (sum of the channels' chunks) = {0} "
+                            "units exceeds 32767 (MSCCL stores offsets in 16 "
+                            "bits); use fewer channels or chunks",
+                            units)
+                  .str());
+  std::vector<std::vector<RankId>> rings;
   if (o.numRanks >= 2) {
-    if (ring.empty())
-      for (RankId r = 0; r < o.numRanks; ++r)
-        ring.push_back(r);
-    else if (std::string p = checkRingOrder(ring, o.numRanks); !p.empty())
-      problems.push_back(p);
+    std::vector<RankId> ident;
+    for (RankId r = 0; r < o.numRanks; ++r)
+      ident.push_back(r);
+    for (int32_t c = 0; c < o.channels; ++c) {
+      const std::vector<RankId> &ring =
+          !o.channelOrders.empty() ? o.channelOrders[c] : o.ringOrder;
+      if (ring.empty()) {
+        rings.push_back(ident);
+        continue;
+      }
+      // One problem per distinct bad order (channels often share one).
+      if (std::string p = checkRingOrder(ring, o.numRanks); !p.empty()) {
+        if (!o.channelOrders.empty())
+          p = llvm::formatv("channel {0}: {1}", c, p).str();
+        if (!o.channelOrders.empty() || c == 0)
+          problems.push_back(p);
+      }
+      rings.push_back(ring);
+    }
   }
   if (!problems.empty())
     return makeUserError(llvm::join(problems, "\n"));
-  return RingLowering(o, std::move(ring)).run();
+  return RingLowering(o, std::move(rings), std::move(kc)).run();
+}
+
+std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
+                                     int32_t chunks) {
+  assert(!shares.empty() && chunks >= 1 && "bad chunksForShares input");
+  const int64_t n = static_cast<int64_t>(shares.size());
+  const int64_t units = n * chunks;
+  double sum = 0;
+  for (double x : shares)
+    sum += std::max(0.0, x);
+  std::vector<int32_t> kc(n);
+  std::vector<double> rem(n);
+  int64_t given = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    double exact = sum > 0 ? std::max(0.0, shares[c]) / sum * units
+                           : static_cast<double>(chunks);
+    // Snap values within rounding noise of an integer (equal shares).
+    double fl = std::floor(exact + 1e-9);
+    kc[c] = static_cast<int32_t>(fl);
+    rem[c] = exact - fl;
+    given += kc[c];
+  }
+  // Largest remainders first, ties to the lower channel.
+  std::vector<int64_t> byRem(n);
+  for (int64_t c = 0; c < n; ++c)
+    byRem[c] = c;
+  std::stable_sort(byRem.begin(), byRem.end(),
+                   [&](int64_t a, int64_t b) { return rem[a] > rem[b]; });
+  for (int64_t i = 0; given < units; i = (i + 1) % n, ++given)
+    ++kc[byRem[i]];
+  // Every channel carries something: take units back from the largest.
+  for (int64_t c = 0; c < n; ++c)
+    while (kc[c] < 1) {
+      int64_t big = std::max_element(kc.begin(), kc.end()) - kc.begin();
+      --kc[big];
+      ++kc[c];
+    }
+  return kc;
 }
 
 } // namespace topocc::passes

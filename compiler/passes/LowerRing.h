@@ -13,6 +13,7 @@
 
 #include "ir/Schedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -26,14 +27,30 @@ struct RingOptions {
   int32_t channels = 1; ///< rings; each carries 1/channels of the data
   int32_t chunks = 1;   ///< chunks per rank per channel (pipelining)
   /// Ring order, a permutation of 0..numRanks-1; empty means 0, 1, ...
+  /// Used by every channel unless channelOrders is given.
   std::vector<ir::RankId> ringOrder;
+  /// Per-channel ring orders: empty, or exactly `channels` permutations.
+  std::vector<std::vector<ir::RankId>> channelOrders;
+  /// Per-channel data shares as chunk counts (units per rank on that
+  /// channel): empty (every channel gets `chunks`), or exactly `channels`
+  /// counts >= 1. Channel c carries channelChunks[c] / sum of the data.
+  std::vector<int32_t> channelChunks;
   bool inplace = false;
   std::string name; ///< schedule name; a default is derived when empty
 };
 
 /// REQUIRES: nothing; invalid options (bad ring order, unsupported
 /// collective, counts out of range) are user errors listing every problem.
+/// With equal channelChunks and one order this is exactly the single-order
+/// lowering (same units, messages and scratch slots).
 llvm::Expected<ir::Schedule> lowerRing(const RingOptions &opts);
+
+/// Integer chunk counts for data shares: `shares.size() * chunks` units are
+/// split by the largest-remainder method (ties to the lower channel), each
+/// channel getting at least 1 (taken back from the largest counts). Equal
+/// shares give `chunks` each. REQUIRES: shares non-empty, chunks >= 1.
+std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
+                                     int32_t chunks);
 
 } // namespace topocc::passes
 

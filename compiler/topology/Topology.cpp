@@ -9,6 +9,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <map>
 #include <numeric>
 
 namespace topocc::topo {
@@ -273,8 +274,21 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
     for (int c : clusters[g])
       members[c].push_back(g);
   }
+  // GPUs with the same clusters and no direct links reach the same GPUs:
+  // check each such group once (keeps rail and switch fabrics linear).
+  std::map<std::vector<int>, bool> checkedGroups;
   std::vector<int> mark(devs.size(), -1);
   for (int g : gpus) {
+    bool whole = false;
+    for (int c : clusters[g])
+      whole |= members[c].size() == gpus.size();
+    if (whole)
+      continue;
+    if (direct[g].empty()) {
+      auto [it, inserted] = checkedGroups.emplace(clusters[g], true);
+      if (!inserted && it->second)
+        continue;
+    }
     size_t reached = 0;
     auto visit = [&](int h) {
       if (h != g && mark[h] != g) {
@@ -282,19 +296,15 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
         ++reached;
       }
     };
-    for (int c : clusters[g]) {
-      for (int h : members[c]) {
+    for (int c : clusters[g])
+      for (int h : members[c])
         visit(h);
-        if (reached + 1 == gpus.size())
-          break;
-      }
-      if (reached + 1 == gpus.size())
-        break;
-    }
     for (int h : direct[g])
       visit(h);
     if (reached + 1 == gpus.size())
       continue;
+    if (direct[g].empty())
+      checkedGroups[clusters[g]] = false;
     std::vector<int> missing;
     for (int h : gpus)
       if (h != g && mark[h] != g)

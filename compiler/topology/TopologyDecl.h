@@ -3,7 +3,7 @@
 // Internal to the topology parser: the declarations read from YAML (link
 // attributes, device and link patterns, node templates, nodes, fabric) and
 // the Expander that counts them (size limits before any expansion) and
-// expands them into a Topology. Stage: topology parsing. No yaml-cpp here.
+// expands them into a Topology. Stage: topology parsing. Free of YAML types.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYDECL_H

@@ -1,8 +1,8 @@
 //===- compiler/topology/TopologyParser.h - Read topology YAML -*- C++ -*-===//
 //
-// Reads the `topocc/v1` topology format (docs/TopologyFormat.md) with
-// yaml-cpp, expands templates and captures, and validates the result.
-// Stage: first stage of the compiler. yaml-cpp exceptions stop here.
+// Reads the `topocc/v1` topology format (docs/TopologyFormat.md), expands
+// templates and captures, and validates the result. Stage: first stage of
+// the compiler. The YAML library stays in the .cpp; its exceptions stop there.
 // Invariant: a returned Topology passed every check of TOPOLOGY_FORMAT.md
 // section 7; errors list every problem found, each with file:line:col.
 //

@@ -22,11 +22,17 @@ std::string effText(const Link &l, int dir) {
   return formatInUnit(l.effectiveCapacity(dir), l.bandwidthUnit[dir]);
 }
 
-size_t countKind(const Topology &t, DeviceKind k, int node = -2) {
+size_t countKind(const Topology &t, DeviceKind k) {
   size_t n = 0;
   for (const Device &d : t.devices())
-    if (d.kind == k && (node == -2 || d.nodeIndex == node))
-      ++n;
+    n += d.kind == k;
+  return n;
+}
+
+size_t countKind(const Topology &t, DeviceKind k, const Node &node) {
+  size_t n = 0;
+  for (int d : node.devices)
+    n += t.device(d).kind == k;
   return n;
 }
 
@@ -76,14 +82,13 @@ void printTopologyReport(const Topology &t, llvm::raw_ostream &os) {
   os << "\nnodes:\n";
   for (size_t i = 0; i < t.nodes().size(); ++i) {
     const Node &n = t.nodes()[i];
-    int idx = static_cast<int>(i);
     os << "  " << n.name;
     if (!n.templateName.empty())
       os << "  template " << n.templateName;
-    os << "  " << plural(countKind(t, DeviceKind::Gpu, idx), "GPU", "GPUs")
-       << ", " << plural(countKind(t, DeviceKind::Nic, idx), "NIC", "NICs")
+    os << "  " << plural(countKind(t, DeviceKind::Gpu, n), "GPU", "GPUs")
+       << ", " << plural(countKind(t, DeviceKind::Nic, n), "NIC", "NICs")
        << ", "
-       << plural(countKind(t, DeviceKind::Switch, idx), "switch", "switches")
+       << plural(countKind(t, DeviceKind::Switch, n), "switch", "switches")
        << '\n';
   }
   if (t.nodes().empty())

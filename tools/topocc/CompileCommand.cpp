@@ -1,15 +1,19 @@
 //===- tools/topocc/CompileCommand.cpp - `topocc compile` -----------------===//
 //
-// `topocc compile TOPO.yaml --collective C --algorithm ring ... --emit
-// msccl-xml|ir -o FILE` runs the pipeline (compiler/Pipeline.h) on the
-// topology's ranks; `topocc compile --run-pass NAME --input-ir FILE -o FILE`
-// runs one pass on textual IR. Only verified schedules are written.
+// `topocc compile TOPO.yaml --collective C --algorithm ring|hier-ring ...
+// --emit msccl-xml|ir|nccl-graph -o FILE` runs the pipeline
+// (compiler/Pipeline.h) on the topology: the ring algorithm uses the ring
+// search's rings for --size unless --ring gives an order (or rank-order);
+// `topocc compile --run-pass NAME --input-ir FILE -o FILE` runs one pass on
+// textual IR. Only verified schedules are written.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/topocc/Driver.h"
 
 #include "backends/MscclXml.h"
+#include "backends/NcclGraphXml.h"
+#include "compiler/analysis/CostModel.h"
 #include "compiler/Pipeline.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
@@ -34,9 +38,10 @@ struct CompileOptions {
   std::string topology;
   std::string collective;
   std::string algorithm = "ring";
-  int channels = 1;
+  std::string channels = "1";
   int chunks = 1;
   std::string ring;
+  std::string size = "64M";
   bool inplace = false;
   bool outofplace = false;
   std::string proto = "Simple";
@@ -80,10 +85,62 @@ llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
 }
 
 llvm::Error checkEmit(llvm::StringRef emit) {
-  if (emit == "msccl-xml" || emit == "ir")
+  if (emit == "msccl-xml" || emit == "ir" || emit == "nccl-graph")
     return llvm::Error::success();
   return makeUserError("unknown --emit '" + emit +
-                       "'; expected 'msccl-xml' or 'ir'");
+                       "'; expected 'msccl-xml', 'ir' or 'nccl-graph'");
+}
+
+/// --channels: 1 to 32, or auto (0).
+llvm::Expected<int32_t> parseChannels(llvm::StringRef text) {
+  if (text == "auto")
+    return 0;
+  int32_t c;
+  if (text.getAsInteger(10, c) || c < 1)
+    return makeUserError("invalid --channels '" + text +
+                         "' (expected a positive number or auto)");
+  return c;
+}
+
+/// The NCCL_GRAPH_FILE of a compiled ring plan; notes go to `notes`.
+llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
+                                            const CompiledPlan &plan,
+                                            const CompileRequest &req,
+                                            std::vector<std::string> &notes) {
+  if (plan.algorithm != "ring")
+    return makeUserError(
+        "--emit nccl-graph cannot express --algorithm " + plan.algorithm +
+        ": an NCCL_GRAPH_FILE only lists ring (and tree) channel orders, and "
+        "NCCL runs its own algorithm over them; use --emit msccl-xml");
+  std::vector<analysis::RingChannel> rings = plan.searched;
+  if (rings.empty())
+    for (const ChannelRing &cr : plan.rings) {
+      analysis::RingChannel rc;
+      rc.order.assign(cr.order.begin(), cr.order.end());
+      rc.share = 1.0 / plan.rings.size();
+      rings.push_back(std::move(rc));
+    }
+  analysis::LinkModel m(t);
+  auto xml = ncclGraphForRings(t, rings, req.collective, req.bytes, m);
+  if (!xml)
+    return xml.takeError();
+  notes = xml->notes;
+  bool equal = true;
+  for (const ChannelRing &cr : plan.rings)
+    equal = equal && cr.chunks == plan.rings[0].chunks;
+  if (!equal) {
+    std::vector<std::string> counts;
+    for (const ChannelRing &cr : plan.rings)
+      counts.push_back(std::to_string(cr.chunks));
+    notes.push_back("NCCL splits the data evenly over the channels; the "
+                    "chosen unequal shares (chunks per channel " +
+                    llvm::join(counts, ",") +
+                    ") are only in the MSCCL XML (--emit msccl-xml)");
+  }
+  if (req.chunks != 1)
+    notes.push_back("--chunks has no effect on an NCCL graph file (NCCL "
+                    "chooses its own chunk size)");
+  return xml->xml;
 }
 
 /// The text to write for `s` in the requested form.
@@ -128,8 +185,15 @@ llvm::Error runCompile(const CompileOptions &opts) {
     return makeUserError("--inplace and --outofplace exclude each other");
   CompileRequest req;
   req.algorithm = opts.algorithm;
-  req.channels = opts.channels;
+  auto channels = parseChannels(opts.channels);
+  if (!channels)
+    return channels.takeError();
+  req.channels = *channels;
   req.chunks = opts.chunks;
+  auto bytes = analysis::parseMessageSize(opts.size);
+  if (!bytes)
+    return bytes.takeError();
+  req.bytes = *bytes;
   req.inplace = opts.inplace;
   req.proto = opts.proto;
   req.maxSteps = opts.maxSteps;
@@ -137,7 +201,13 @@ llvm::Error runCompile(const CompileOptions &opts) {
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
 
   ir::Schedule result;
+  std::string text, ringsLine;
+  std::vector<std::string> notes;
+  size_t ncclChannels = 0;
   if (!opts.runPass.empty()) {
+    if (opts.emit == "nccl-graph")
+      return makeUserError("--emit nccl-graph needs a topology, not "
+                           "--run-pass");
     if (opts.inputIr.empty())
       return makeUserError("--run-pass needs --input-ir FILE");
     if (!opts.topology.empty())
@@ -163,10 +233,14 @@ llvm::Error runCompile(const CompileOptions &opts) {
     if (!coll)
       return coll.takeError();
     req.collective = *coll;
-    auto ring = parseRingOrder(opts.ring);
-    if (!ring)
-      return ring.takeError();
-    req.ringOrder = std::move(*ring);
+    if (opts.ring == "rank-order") {
+      req.rankOrder = true;
+    } else {
+      auto ring = parseRingOrder(opts.ring);
+      if (!ring)
+        return ring.takeError();
+      req.ringOrder = std::move(*ring);
+    }
     auto topo = topo::loadTopologyFile(opts.topology);
     if (!topo)
       return topo.takeError();
@@ -177,19 +251,54 @@ llvm::Error runCompile(const CompileOptions &opts) {
         llvm::formatv("{0}_{1}_{2}_{3}", topo->name(), opts.algorithm,
                       opts.collective, opts.inplace ? "inplace" : "outofplace")
             .str();
-    auto plan = compile(topo->numRanks(), req, log);
+    auto plan = compile(*topo, req, log);
     log.printTimings(llvm::errs());
     if (!plan)
       return plan.takeError();
+    if (opts.emit == "nccl-graph") {
+      auto xml = renderNcclGraph(*topo, *plan, req, notes);
+      if (!xml)
+        return xml.takeError();
+      text = std::move(*xml);
+      ncclChannels = plan->rings.size();
+    }
+    ringsLine = "  " + plan->algorithm + ": " + plan->source;
+    if (!plan->rings.empty()) {
+      std::vector<std::string> chans;
+      for (const ChannelRing &cr : plan->rings) {
+        std::vector<std::string> order;
+        for (ir::RankId r : cr.order)
+          order.push_back(std::to_string(r));
+        chans.push_back(llvm::join(order, ",") + " (" +
+                        std::to_string(cr.chunks) + " chunk" +
+                        (cr.chunks == 1 ? "" : "s") + ")");
+      }
+      ringsLine += "; channels: " + llvm::join(chans, "; ");
+    }
+    ringsLine += "\n";
     result = std::move(plan->schedule);
   }
-  auto text = render(result, opts);
-  if (!text)
-    return text.takeError();
-  if (auto err = writeOutputFile(opts.output, *text))
+  if (opts.emit != "nccl-graph") {
+    auto rendered = render(result, opts);
+    if (!rendered)
+      return rendered.takeError();
+    text = std::move(*rendered);
+  }
+  if (auto err = writeOutputFile(opts.output, text))
     return err;
-  if (opts.output != "-")
+  if (opts.output != "-" && opts.emit == "nccl-graph")
+    llvm::outs() << llvm::formatv(
+        "wrote {0}: NCCL_GRAPH_FILE, {1} ring channel{2} of a verified {3} "
+        "{4} schedule over {5} ranks\n",
+        opts.output, ncclChannels, ncclChannels == 1 ? "" : "s",
+        opts.algorithm, ir::collectiveName(result.collective),
+        result.numRanks);
+  else if (opts.output != "-")
     llvm::outs() << summary(result, opts);
+  if (opts.output != "-")
+    llvm::outs() << ringsLine;
+  for (const std::string &n : notes)
+    llvm::errs() << "note: " << n << '\n';
   return llvm::Error::success();
 }
 
@@ -203,17 +312,23 @@ void registerCompileCommand(CLI::App &app) {
   cmd->add_option("topology", opts->topology, "Topology YAML file");
   cmd->add_option("--collective", opts->collective,
                   "allreduce, allgather or reducescatter");
-  cmd->add_option("--algorithm", opts->algorithm, "Algorithm: ring")
+  cmd->add_option("--algorithm", opts->algorithm,
+                  "Algorithm: ring or hier-ring (multi-node all-reduce)")
       ->capture_default_str();
   cmd->add_option("--channels", opts->channels,
-                  "Rings (MSCCL channels); each carries 1/N of the data")
+                  "Rings (MSCCL channels), or auto (the ring search chooses)")
+      ->capture_default_str();
+  cmd->add_option("--size", opts->size,
+                  "Message size the rings are chosen for (K/M/G are powers "
+                  "of 1024)")
       ->capture_default_str();
   cmd->add_option("--chunks", opts->chunks,
                   "Chunks per rank per channel (pipelining)")
       ->capture_default_str();
   cmd->add_option("--ring", opts->ring,
-                  "Ring order, a permutation of the ranks (e.g. 0,3,2,1); "
-                  "default rank order");
+                  "Ring order for every channel, a permutation of the ranks "
+                  "(e.g. 0,3,2,1), or rank-order; default: the ring search's "
+                  "rings");
   cmd->add_flag("--inplace", opts->inplace, "Emit the in-place variant");
   cmd->add_flag("--outofplace", opts->outofplace,
                 "Emit the out-of-place variant (default)");
@@ -224,7 +339,7 @@ void registerCompileCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenario,
                   "Apply this named scenario of the topology first");
-  cmd->add_option("--emit", opts->emit, "Output: msccl-xml or ir")
+  cmd->add_option("--emit", opts->emit, "Output: msccl-xml, ir or nccl-graph")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "Output file ('-' for stdout)")
       ->required();

@@ -11,6 +11,7 @@
 #include "tools/topocc/Driver.h"
 
 #include "backends/NcclGraphXml.h"
+#include "compiler/Pipeline.h"
 #include "compiler/algorithms/RingSearch.h"
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/NcclModel.h"
@@ -28,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 namespace topocc::driver {
 
@@ -43,32 +45,6 @@ struct RingsOptions {
   std::string ncclGraph;
   bool timeSearch = false;
 };
-
-/// nccl-tests sizes: an integer or decimal with an optional K/M/G suffix
-/// (powers of 1024), optionally followed by B.
-llvm::Expected<double> parseSize(llvm::StringRef text) {
-  llvm::StringRef s = text.trim();
-  if (s.endswith("B") || s.endswith("b"))
-    s = s.drop_back();
-  double mult = 1;
-  if (!s.empty()) {
-    char c = s.back();
-    if (c == 'K' || c == 'k')
-      mult = 1024.0;
-    else if (c == 'M' || c == 'm')
-      mult = 1024.0 * 1024;
-    else if (c == 'G' || c == 'g')
-      mult = 1024.0 * 1024 * 1024;
-    if (mult != 1)
-      s = s.drop_back();
-  }
-  double v;
-  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
-    return makeUserError("invalid --size '" + text +
-                         "' (expected a positive number with an optional "
-                         "K, M or G suffix, powers of 1024: 64M, 1G)");
-  return v * mult;
-}
 
 std::string gbs(double bytesPerSec) {
   return llvm::formatv("{0:F2} GB/s", bytesPerSec / 1e9).str();
@@ -202,7 +178,7 @@ llvm::Error runRings(const RingsOptions &opts) {
   auto coll = parseColl(opts.collective);
   if (!coll)
     return coll.takeError();
-  auto bytes = parseSize(opts.size);
+  auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
   algorithms::RingSearchOptions so;
@@ -253,35 +229,28 @@ llvm::Error runRings(const RingsOptions &opts) {
   analysis::NcclModelResult nccl =
       analysis::ncclEstimate(t, so.collective, so.bytes);
 
+  // Hierarchical ring all-reduce (multi-node only): the lowered schedule's
+  // estimate, compared with the flat rings.
+  std::optional<analysis::CostReport> hier;
+  std::string hierWhy;
+  if (so.collective == ir::Collective::AllReduce && t.numNodes() >= 2) {
+    auto hs = lowerHierRingFor(t, so.collective, /*channels=*/1,
+                               /*chunks=*/1, /*inplace=*/false, so.bytes);
+    if (!hs) {
+      hierWhy = llvm::toString(hs.takeError());
+    } else {
+      auto hc = analysis::estimateSchedule(*hs, m, so.bytes);
+      if (!hc)
+        return hc.takeError();
+      hier = std::move(*hc);
+    }
+  }
+  const bool pickHier = hier && hier->time < found->cost.time;
+
   // NCCL graph file.
   std::vector<std::string> notes;
   if (!opts.ncclGraph.empty()) {
-    std::vector<backends::NcclGraphChannel> chans;
-    double perChannel = 0, inter = std::numeric_limits<double>::infinity();
-    int n = t.numRanks();
-    int steps = analysis::ringSteps(so.collective, n);
-    const analysis::CostReport &c = found->cost;
-    // Per-hop rate of the whole set, split evenly over the channels.
-    if (c.bandwidthTime > 0)
-      perChannel = steps * so.bytes / n / c.bandwidthTime /
-                   found->rings.size();
-    for (const analysis::RingChannel &rc : found->rings) {
-      backends::NcclGraphChannel ch;
-      ch.order = rc.order;
-      for (size_t i = 0; i < rc.order.size(); ++i) {
-        analysis::NicPair np =
-            i < rc.nics.size() ? rc.nics[i] : analysis::NicPair{};
-        ch.nics.push_back({np.out, np.in});
-        if (np.isSet())
-          inter = std::min(inter, analysis::hopFlow(rc, i, m).bandwidth);
-      }
-      chans.push_back(std::move(ch));
-    }
-    backends::NcclGraphOptions go;
-    go.speedIntra = perChannel / 1e9;
-    go.speedInter = std::isfinite(inter) ? std::min(inter, perChannel) / 1e9
-                                         : go.speedIntra;
-    auto xml = backends::writeNcclGraphXml(t, chans, go);
+    auto xml = ncclGraphForRings(t, found->rings, so.collective, so.bytes, m);
     if (!xml)
       return xml.takeError();
     if (auto err = writeOutputFile(opts.ncclGraph, xml->xml))
@@ -315,6 +284,9 @@ llvm::Error runRings(const RingsOptions &opts) {
                           {"nodes", nccl.numNodes},
                           {"ring", est(nccl.ring)},
                           {"tree", est(nccl.tree)}};
+    llvm::json::Value hierJ = nullptr;
+    if (hier)
+      hierJ = llvm::json::Object{{"predicted", costJson(*hier)}};
     llvm::json::Array notesJ;
     for (const std::string &s : notes)
       notesJ.push_back(s);
@@ -327,6 +299,8 @@ llvm::Error runRings(const RingsOptions &opts) {
         {"bytes", so.bytes},
         {"chosen", std::move(chosen)},
         {"rank_order", std::move(ro)},
+        {"hier_ring", std::move(hierJ)},
+        {"cost_model_picks", pickHier ? "hier-ring" : "ring"},
         {"nccl", std::move(nj)},
         {"nccl_graph",
          opts.ncclGraph.empty()
@@ -350,6 +324,13 @@ llvm::Error runRings(const RingsOptions &opts) {
     os << "rank-order ring:\n";
     printChannels(os, t, rankOrder, m);
     printCost(os, *roCost);
+    if (hier) {
+      os << "hierarchical ring (intra-node reduce-scatter, inter-node ring "
+            "all-reduce per rail, intra-node all-gather):\n";
+      printCost(os, *hier);
+    } else if (!hierWhy.empty()) {
+      os << "hierarchical ring: not applicable (" << hierWhy << ")\n";
+    }
     os << llvm::formatv("NCCL 2.30 model ({0}, {1} intra-node, {2} node{3}):\n",
                         nccl.arch, nccl.intraPath, nccl.numNodes,
                         nccl.numNodes == 1 ? "" : "s");
@@ -366,6 +347,13 @@ llvm::Error runRings(const RingsOptions &opts) {
     if (res.cost.time > 0 && roCost->time > 0)
       os << llvm::formatv("speedup over rank order: {0:F2}x\n",
                           roCost->time / res.cost.time);
+    if (hier)
+      os << llvm::formatv(
+          "cost model picks: {0} ({1} vs {2} for the {3})\n",
+          pickHier ? "hier-ring" : "ring",
+          timeText(pickHier ? hier->time : res.cost.time),
+          timeText(pickHier ? res.cost.time : hier->time),
+          pickHier ? "flat rings" : "hierarchical ring");
   }
   os.flush();
   if (auto err = writeOutputFile("-", out))

@@ -1,0 +1,687 @@
+//===- backends/PlanJson.cpp - The executable plan (JSON) -----------------===//
+//
+// Writer: top-level fields one per line, each op one compact JSON object per
+// line (diff-friendly, deterministic). Reader: a small path-tracking
+// validator over llvm::json that collects every problem as
+// "FILE: error: $.ranks[1].ops[3].send.peer: message".
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/PlanJson.h"
+
+#include "compiler/topology/Topology.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
+
+namespace topocc::backends {
+
+namespace json = llvm::json;
+
+//===-- hashes ------------------------------------------------------------===//
+
+namespace {
+
+class Fnv1a {
+public:
+  void bytes(llvm::StringRef s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ULL;
+    }
+  }
+  /// Length-prefixed, so field boundaries cannot shift.
+  void str(llvm::StringRef s) {
+    num(static_cast<int64_t>(s.size()));
+    bytes(s);
+  }
+  void num(int64_t v) { bytes(llvm::formatv("{0};", v).str()); }
+  /// Doubles through a round-trip exact text form.
+  void real(double v) { bytes(llvm::formatv("{0:e16};", v).str()); }
+  uint64_t value() const { return h; }
+
+private:
+  uint64_t h = 0xcbf29ce484222325ULL;
+};
+
+} // namespace
+
+uint64_t topologyHash(const topo::Topology &t) {
+  Fnv1a h;
+  h.str("topocc-topology-hash-v1");
+  h.num(static_cast<int64_t>(t.devices().size()));
+  for (const topo::Device &d : t.devices()) {
+    h.str(d.name);
+    h.str(topo::deviceKindName(d.kind));
+    h.str(topo::switchKindName(d.switchKind));
+    h.str(d.model);
+    h.num(d.nodeIndex);
+    h.num(d.rank);
+  }
+  h.num(static_cast<int64_t>(t.links().size()));
+  for (const topo::Link &l : t.links()) {
+    h.num(l.from);
+    h.num(l.to);
+    h.str(topo::linkTypeName(l.type));
+    h.real(l.bandwidth[0]);
+    h.real(l.bandwidth[1]);
+    h.real(l.latency);
+    h.num(l.count);
+    h.num(l.duplex == topo::Duplex::Full ? 0 : 1);
+    h.real(l.efficiency);
+  }
+  h.num(t.numRanks());
+  for (int r = 0; r < t.numRanks(); ++r)
+    h.num(t.rankDevice(r));
+  return h.value();
+}
+
+uint64_t planContentHash(const ir::Schedule &s) {
+  Fnv1a h;
+  h.bytes(ir::scheduleToString(s));
+  return h.value();
+}
+
+std::string formatHash(uint64_t v) {
+  return llvm::formatv("{0:x-16}", v).str();
+}
+
+//===-- writer ------------------------------------------------------------===//
+
+namespace {
+
+json::Value refJson(const ir::BufferRef &r) {
+  return json::Object{{"buffer", ir::bufferName(r.buffer)},
+                      {"chunk", r.chunk},
+                      {"count", r.count}};
+}
+
+/// One op as a compact JSON object, keys in a fixed order.
+std::string opJson(const ir::Op &op, int32_t id) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  json::OStream j(os);
+  unsigned flags = ir::opFlags(op.kind);
+  j.object([&] {
+    j.attribute("id", id);
+    j.attribute("kind", ir::mnemonic(op.kind));
+    if (flags & ir::OF_RS)
+      j.attribute("src", refJson(op.src));
+    if (flags & ir::OF_WD)
+      j.attribute("dst", refJson(op.dst));
+    if (flags & ir::OF_LC)
+      j.attributeArray("terms", [&] {
+        for (const ir::LinTerm &t : op.terms)
+          j.object([&] {
+            j.attribute("coeff", t.coeff);
+            j.attribute("src", refJson(t.src));
+          });
+      });
+    if (flags & ir::OF_RV)
+      j.attribute("recv", json::Object{{"peer", op.recvPeer},
+                                       {"msg", op.recvMsg}});
+    if (flags & ir::OF_SN)
+      j.attribute("send", json::Object{{"peer", op.sendPeer},
+                                       {"msg", op.sendMsg}});
+    if (flags & ir::OF_RV) {
+      if (op.localCoeff != 1.0)
+        j.attribute("localCoeff", op.localCoeff);
+      if (op.msgCoeff != 1.0)
+        j.attribute("msgCoeff", op.msgCoeff);
+    }
+    j.attributeArray("deps", [&] {
+      for (ir::OpId d : op.deps)
+        j.value(d);
+    });
+    j.attribute("channel", op.channel);
+    j.attribute("threadblock", op.threadblock);
+  });
+  return os.str();
+}
+
+std::string quoted(llvm::StringRef s) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << json::Value(s);
+  return os.str();
+}
+
+} // namespace
+
+llvm::Expected<std::string> planToJson(const ir::Schedule &s,
+                                       const PlanMeta &meta) {
+  if (auto err = ir::verifySchedule(s))
+    return makeUserError("cannot write a plan for a schedule that fails "
+                         "verification:\n" +
+                         llvm::toString(std::move(err)));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "{\n";
+  os << "  \"format\": \"topocc-plan\",\n";
+  os << "  \"version\": " << kPlanFormatVersion << ",\n";
+  os << "  \"generator\": " << quoted(meta.generator) << ",\n";
+  os << "  \"topology\": {\"name\": " << quoted(meta.topologyName)
+     << ", \"hash\": " << quoted(formatHash(meta.topologyHash)) << "},\n";
+  os << "  \"algorithm\": " << quoted(meta.algorithm) << ",\n";
+  os << "  \"name\": " << quoted(s.name) << ",\n";
+  os << "  \"collective\": " << quoted(ir::collectiveName(s.collective))
+     << ",\n";
+  os << "  \"inplace\": " << (s.inplace ? "true" : "false") << ",\n";
+  os << "  \"root\": " << s.root << ",\n";
+  os << "  \"dtypes\": [\"fp32\", \"fp16\", \"bf16\"],\n";
+  os << "  \"redop\": \"sum\",\n";
+  os << "  \"chunking\": \"balanced\",\n";
+  os << "  \"stage\": " << quoted(ir::stageName(s.stage)) << ",\n";
+  os << "  \"ranks\": " << s.numRanks << ",\n";
+  os << "  \"chunksPerLoop\": " << s.chunksPerLoop << ",\n";
+  os << "  \"channels\": " << s.numChannels << ",\n";
+  os << "  \"messages\": " << s.numMessages() << ",\n";
+  os << "  \"contentHash\": " << quoted(formatHash(planContentHash(s)))
+     << ",\n";
+  os << "  \"programs\": [";
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    const ir::RankProgram &rp = s.ranks[r];
+    os << (r ? "," : "") << "\n    {\"rank\": " << r
+       << ", \"buffers\": {\"input\": " << rp.inputChunks
+       << ", \"output\": " << rp.outputChunks
+       << ", \"scratch\": " << rp.scratchChunks << "}, \"ops\": [";
+    for (size_t i = 0; i < rp.ops.size(); ++i)
+      os << (i ? "," : "") << "\n      "
+         << opJson(rp.ops[i], static_cast<int32_t>(i));
+    os << (rp.ops.empty() ? "]}" : "\n    ]}");
+  }
+  os << (s.ranks.empty() ? "]\n" : "\n  ]\n");
+  os << "}\n";
+  return os.str();
+}
+
+//===-- reader ------------------------------------------------------------===//
+
+namespace {
+
+/// llvm::json (LLVM 14) answers llvm::Optional; our code uses std::optional.
+template <typename T> std::optional<T> opt(const llvm::Optional<T> &o) {
+  if (o)
+    return *o;
+  return std::nullopt;
+}
+
+/// Validates JSON values against the plan schema, remembering the path of
+/// the value being read; collects every problem.
+class Reader {
+public:
+  explicit Reader(llvm::StringRef fileName) : fileName(fileName.str()) {}
+
+  void error(const llvm::Twine &path, const llvm::Twine &msg) {
+    if (diags.all().size() < kMaxProblems)
+      diags.error(SourceLoc{fileName, 0, 0}, (path + ": " + msg).str());
+    failed = true;
+  }
+  bool ok() const { return !failed; }
+  llvm::Error takeError() { return diags.takeError(); }
+
+  const json::Value *field(const json::Object &o, llvm::StringRef path,
+                           llvm::StringRef key, bool required = true) {
+    const json::Value *v = o.get(key);
+    if (!v && required)
+      error(path, "missing field '" + key + "'");
+    return v;
+  }
+
+  std::optional<int64_t> integer(const json::Object &o, llvm::StringRef path,
+                                 llvm::StringRef key, int64_t lo, int64_t hi,
+                                 bool required = true) {
+    const json::Value *v = field(o, path, key, required);
+    if (!v)
+      return std::nullopt;
+    std::string p = (path + "." + key).str();
+    std::optional<int64_t> i = opt(v->getAsInteger());
+    if (!i) {
+      error(p, "expected an integer");
+      return std::nullopt;
+    }
+    if (*i < lo || *i > hi) {
+      error(p, llvm::formatv("expected an integer in [{0}, {1}], got {2}", lo,
+                             hi, *i));
+      return std::nullopt;
+    }
+    return i;
+  }
+
+  std::optional<double> number(const json::Object &o, llvm::StringRef path,
+                               llvm::StringRef key) {
+    const json::Value *v = field(o, path, key, false);
+    if (!v)
+      return 1.0;
+    std::optional<double> d = opt(v->getAsNumber());
+    if (!d || !std::isfinite(*d)) {
+      error((path + "." + key).str(), "expected a finite number");
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<llvm::StringRef> string(const json::Object &o,
+                                        llvm::StringRef path,
+                                        llvm::StringRef key,
+                                        bool required = true) {
+    const json::Value *v = field(o, path, key, required);
+    if (!v)
+      return std::nullopt;
+    std::optional<llvm::StringRef> s = opt(v->getAsString());
+    if (!s)
+      error((path + "." + key).str(), "expected a string");
+    return s;
+  }
+
+  std::optional<bool> boolean(const json::Object &o, llvm::StringRef path,
+                              llvm::StringRef key) {
+    const json::Value *v = field(o, path, key);
+    if (!v)
+      return std::nullopt;
+    std::optional<bool> b = opt(v->getAsBoolean());
+    if (!b)
+      error((path + "." + key).str(), "expected true or false");
+    return b;
+  }
+
+  const json::Object *object(const json::Value *v, llvm::StringRef path) {
+    if (!v)
+      return nullptr;
+    const json::Object *o = v->getAsObject();
+    if (!o)
+      error(path, "expected an object");
+    return o;
+  }
+
+  const json::Array *array(const json::Value *v, llvm::StringRef path) {
+    if (!v)
+      return nullptr;
+    const json::Array *a = v->getAsArray();
+    if (!a)
+      error(path, "expected an array");
+    return a;
+  }
+
+  /// Reports keys of `o` not in `known` (a misspelt optional field would
+  /// otherwise be silently ignored).
+  void noUnknownKeys(const json::Object &o, llvm::StringRef path,
+                     llvm::ArrayRef<llvm::StringRef> known) {
+    std::vector<std::string> keys;
+    for (const auto &kv : o)
+      keys.push_back(kv.first.str());
+    llvm::sort(keys);
+    for (const std::string &k : keys)
+      if (!llvm::is_contained(known, k)) {
+        std::string hint = nearestMatch(k, known);
+        error(path, "unknown field '" + k + "'" +
+                        (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+      }
+  }
+
+private:
+  static constexpr size_t kMaxProblems = 20;
+  std::string fileName;
+  DiagnosticList diags;
+  bool failed = false;
+};
+
+std::optional<ir::BufferRef> readRef(Reader &rd, const json::Object &op,
+                                     llvm::StringRef opPath,
+                                     llvm::StringRef key,
+                                     const json::Value *v = nullptr) {
+  std::string path = (opPath + "." + key).str();
+  if (!v)
+    v = rd.field(op, opPath, key);
+  const json::Object *o = rd.object(v, path);
+  if (!o)
+    return std::nullopt;
+  rd.noUnknownKeys(*o, path, {"buffer", "chunk", "count"});
+  ir::BufferRef ref;
+  std::optional<llvm::StringRef> buf = rd.string(*o, path, "buffer");
+  if (buf) {
+    if (*buf == "in")
+      ref.buffer = ir::BufferKind::Input;
+    else if (*buf == "out")
+      ref.buffer = ir::BufferKind::Output;
+    else if (*buf == "sc")
+      ref.buffer = ir::BufferKind::Scratch;
+    else {
+      rd.error(path + ".buffer",
+               "expected 'in', 'out' or 'sc', got '" + *buf + "'");
+      buf.reset();
+    }
+  }
+  auto chunk = rd.integer(*o, path, "chunk", 0, INT32_MAX);
+  auto count = rd.integer(*o, path, "count", 1, INT32_MAX);
+  if (!buf || !chunk || !count)
+    return std::nullopt;
+  ref.chunk = static_cast<int32_t>(*chunk);
+  ref.count = static_cast<int32_t>(*count);
+  return ref;
+}
+
+/// {"peer": P, "msg": M}
+bool readEnd(Reader &rd, const json::Object &op, llvm::StringRef opPath,
+             llvm::StringRef key, int32_t numRanks, int32_t numMessages,
+             ir::RankId &peer, ir::MsgId &msg) {
+  std::string path = (opPath + "." + key).str();
+  const json::Object *o = rd.object(rd.field(op, opPath, key), path);
+  if (!o)
+    return false;
+  rd.noUnknownKeys(*o, path, {"peer", "msg"});
+  auto p = rd.integer(*o, path, "peer", 0, numRanks - 1);
+  auto m = rd.integer(*o, path, "msg", 0, std::max(0, numMessages - 1));
+  if (!p || !m)
+    return false;
+  peer = static_cast<ir::RankId>(*p);
+  msg = static_cast<ir::MsgId>(*m);
+  return true;
+}
+
+void readOp(Reader &rd, const json::Value &v, llvm::StringRef path,
+            int32_t index, int32_t numOps, int32_t numRanks,
+            int32_t numMessages, ir::Op &op) {
+  const json::Object *o = rd.object(&v, path);
+  if (!o)
+    return;
+  rd.noUnknownKeys(*o, path,
+                   {"id", "kind", "src", "dst", "terms", "recv", "send",
+                    "localCoeff", "msgCoeff", "deps", "channel",
+                    "threadblock"});
+  if (auto id = rd.integer(*o, path, "id", 0, INT32_MAX))
+    if (*id != index)
+      rd.error(path + ".id", llvm::formatv("expected {0} (ops are listed in "
+                                           "id order), got {1}",
+                                           index, *id));
+  std::optional<llvm::StringRef> kind = rd.string(*o, path, "kind");
+  if (!kind)
+    return;
+  std::optional<ir::OpKind> k = ir::opKindFromMnemonic(*kind);
+  if (!k) {
+    rd.error(path + ".kind", "unknown op kind '" + *kind + "'");
+    return;
+  }
+  op.kind = *k;
+  unsigned flags = ir::opFlags(*k);
+  auto forbid = [&](llvm::StringRef key) {
+    if (o->get(key))
+      rd.error(path + "." + key,
+               "op kind '" + *kind + "' has no '" + key + "' field");
+  };
+  if (flags & ir::OF_RS) {
+    if (auto r = readRef(rd, *o, path, "src"))
+      op.src = *r;
+  } else {
+    forbid("src");
+  }
+  if (flags & ir::OF_WD) {
+    if (auto r = readRef(rd, *o, path, "dst"))
+      op.dst = *r;
+  } else {
+    forbid("dst");
+  }
+  if (flags & ir::OF_LC) {
+    std::string tpath = (path + ".terms").str();
+    if (const json::Array *terms =
+            rd.array(rd.field(*o, path, "terms"), tpath)) {
+      if (terms->empty())
+        rd.error(tpath, "a lincomb needs at least one term");
+      for (size_t i = 0; i < terms->size(); ++i) {
+        std::string ipath = llvm::formatv("{0}[{1}]", tpath, i).str();
+        const json::Object *t = rd.object(&(*terms)[i], ipath);
+        if (!t)
+          continue;
+        rd.noUnknownKeys(*t, ipath, {"coeff", "src"});
+        ir::LinTerm term;
+        if (auto c = rd.number(*t, ipath, "coeff"))
+          term.coeff = *c;
+        if (auto r = readRef(rd, *t, ipath, "src"))
+          term.src = *r;
+        op.terms.push_back(term);
+      }
+    }
+  } else {
+    forbid("terms");
+  }
+  if (flags & ir::OF_RV) {
+    readEnd(rd, *o, path, "recv", numRanks, numMessages, op.recvPeer,
+            op.recvMsg);
+    if (auto c = rd.number(*o, path, "localCoeff"))
+      op.localCoeff = *c;
+    if (auto c = rd.number(*o, path, "msgCoeff"))
+      op.msgCoeff = *c;
+  } else {
+    forbid("recv");
+    forbid("localCoeff");
+    forbid("msgCoeff");
+  }
+  if (flags & ir::OF_SN)
+    readEnd(rd, *o, path, "send", numRanks, numMessages, op.sendPeer,
+            op.sendMsg);
+  else
+    forbid("send");
+  std::string dpath = (path + ".deps").str();
+  if (const json::Array *deps = rd.array(rd.field(*o, path, "deps"), dpath)) {
+    for (size_t i = 0; i < deps->size(); ++i) {
+      std::optional<int64_t> d = opt((*deps)[i].getAsInteger());
+      std::string ipath = llvm::formatv("{0}[{1}]", dpath, i).str();
+      if (!d || *d < 0 || *d >= numOps)
+        rd.error(ipath, llvm::formatv("expected an op id in [0, {0}]",
+                                      numOps - 1));
+      else if (*d == index)
+        rd.error(ipath, "an op cannot depend on itself");
+      else
+        op.deps.push_back(static_cast<ir::OpId>(*d));
+    }
+  }
+  if (auto c = rd.integer(*o, path, "channel", -1, INT32_MAX))
+    op.channel = static_cast<ir::ChannelId>(*c);
+  if (auto t = rd.integer(*o, path, "threadblock", -1, INT32_MAX))
+    op.threadblock = static_cast<ir::TbId>(*t);
+}
+
+} // namespace
+
+llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
+                                         llvm::StringRef fileName) {
+  llvm::Expected<json::Value> root = json::parse(text);
+  if (!root) {
+    std::string msg = llvm::toString(root.takeError());
+    // llvm::json::ParseError logs "[LINE:COL, byte=N]: message".
+    llvm::SmallVector<llvm::StringRef, 4> m;
+    llvm::Regex re("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
+    if (re.match(msg, &m)) {
+      unsigned line = 0, col = 0;
+      m[1].getAsInteger(10, line);
+      m[2].getAsInteger(10, col);
+      return makeDiagError(SourceLoc{fileName.str(), line, col},
+                           "invalid JSON: " + m[3], sourceLineOf(text, line));
+    }
+    return makeDiagError(SourceLoc{fileName.str(), 0, 0},
+                         "invalid JSON: " + msg);
+  }
+
+  Reader rd(fileName);
+  LoadedPlan plan;
+  ir::Schedule &s = plan.schedule;
+  const json::Object *top = rd.object(&*root, "$");
+  if (!top)
+    return rd.takeError();
+  rd.noUnknownKeys(*top, "$",
+                   {"format", "version", "generator", "topology", "algorithm",
+                    "name", "collective", "inplace", "root", "dtypes", "redop",
+                    "chunking", "stage", "ranks", "chunksPerLoop", "channels",
+                    "messages", "contentHash", "programs"});
+  // The format and version decide how to read the rest: stop early on them.
+  auto format = rd.string(*top, "$", "format");
+  if (format && *format != "topocc-plan")
+    rd.error("$.format", "expected \"topocc-plan\", got \"" + *format + "\"");
+  if (auto v = rd.integer(*top, "$", "version", 0, INT32_MAX))
+    if (*v != kPlanFormatVersion)
+      rd.error("$.version",
+               llvm::formatv("plan format version {0} is not supported (this "
+                             "topocc reads version {1}); recompile the plan",
+                             *v, kPlanFormatVersion));
+  if (!rd.ok())
+    return rd.takeError();
+
+  if (auto g = rd.string(*top, "$", "generator"))
+    plan.meta.generator = g->str();
+  if (const json::Object *t =
+          rd.object(rd.field(*top, "$", "topology"), "$.topology")) {
+    rd.noUnknownKeys(*t, "$.topology", {"name", "hash"});
+    if (auto n = rd.string(*t, "$.topology", "name"))
+      plan.meta.topologyName = n->str();
+    if (auto h = rd.string(*t, "$.topology", "hash")) {
+      uint64_t value = 0;
+      if (!h->startswith("0x") || h->size() != 18 ||
+          h->drop_front(2).getAsInteger(16, value))
+        rd.error("$.topology.hash", "expected \"0x\" and 16 hex digits");
+      plan.meta.topologyHash = value;
+    }
+  }
+  if (auto a = rd.string(*top, "$", "algorithm"))
+    plan.meta.algorithm = a->str();
+  if (auto n = rd.string(*top, "$", "name"))
+    s.name = n->str();
+  if (auto c = rd.string(*top, "$", "collective")) {
+    if (auto coll = ir::collectiveFromName(*c))
+      s.collective = *coll;
+    else
+      rd.error("$.collective", "unknown collective '" + *c + "'");
+  }
+  if (auto b = rd.boolean(*top, "$", "inplace"))
+    s.inplace = *b;
+  if (auto st = rd.string(*top, "$", "stage")) {
+    if (auto stage = ir::stageFromName(*st))
+      s.stage = *stage;
+    else
+      rd.error("$.stage", "unknown stage '" + *st + "'");
+  }
+  if (const json::Array *dt =
+          rd.array(rd.field(*top, "$", "dtypes"), "$.dtypes")) {
+    for (size_t i = 0; i < dt->size(); ++i) {
+      std::optional<llvm::StringRef> d = opt((*dt)[i].getAsString());
+      if (!d || (*d != "fp32" && *d != "fp16" && *d != "bf16"))
+        rd.error(llvm::formatv("$.dtypes[{0}]", i).str(),
+                 "expected \"fp32\", \"fp16\" or \"bf16\"");
+    }
+  }
+  if (auto r = rd.string(*top, "$", "redop"))
+    if (*r != "sum")
+      rd.error("$.redop", "expected \"sum\", got \"" + *r + "\"");
+  if (auto c = rd.string(*top, "$", "chunking"))
+    if (*c != "balanced")
+      rd.error("$.chunking", "expected \"balanced\", got \"" + *c + "\"");
+  auto ranks = rd.integer(*top, "$", "ranks", 1, 1 << 20);
+  auto cpl = rd.integer(*top, "$", "chunksPerLoop", 1, INT32_MAX);
+  auto channels = rd.integer(*top, "$", "channels", 0, INT32_MAX);
+  auto messages = rd.integer(*top, "$", "messages", 0, INT32_MAX);
+  auto root2 = rd.integer(*top, "$", "root", -1, ranks ? *ranks - 1 : 0);
+  std::optional<uint64_t> declaredHash;
+  if (auto h = rd.string(*top, "$", "contentHash", /*required=*/false)) {
+    uint64_t value = 0;
+    if (!h->startswith("0x") || h->size() != 18 ||
+        h->drop_front(2).getAsInteger(16, value))
+      rd.error("$.contentHash", "expected \"0x\" and 16 hex digits");
+    else
+      declaredHash = value;
+  }
+  if (!ranks || !cpl || !channels || !messages || !root2)
+    return rd.takeError();
+  s.numRanks = static_cast<int32_t>(*ranks);
+  s.chunksPerLoop = static_cast<int32_t>(*cpl);
+  s.numChannels = static_cast<int32_t>(*channels);
+  s.root = static_cast<ir::RankId>(*root2);
+  int32_t numMessages = static_cast<int32_t>(*messages);
+
+  const json::Array *programs =
+      rd.array(rd.field(*top, "$", "programs"), "$.programs");
+  if (!programs)
+    return rd.takeError();
+  if (programs->size() != static_cast<size_t>(s.numRanks)) {
+    rd.error("$.programs",
+             llvm::formatv("expected {0} rank programs (\"ranks\"), got {1}",
+                           s.numRanks, programs->size()));
+    return rd.takeError();
+  }
+  s.ranks.resize(s.numRanks);
+  for (int32_t r = 0; r < s.numRanks; ++r) {
+    std::string path = llvm::formatv("$.programs[{0}]", r).str();
+    const json::Object *p = rd.object(&(*programs)[r], path);
+    if (!p)
+      continue;
+    rd.noUnknownKeys(*p, path, {"rank", "buffers", "ops"});
+    if (auto rank = rd.integer(*p, path, "rank", 0, INT32_MAX))
+      if (*rank != r)
+        rd.error(path + ".rank",
+                 llvm::formatv("expected {0} (programs are listed in rank "
+                               "order), got {1}",
+                               r, *rank));
+    ir::RankProgram &rp = s.ranks[r];
+    std::string bpath = path + ".buffers";
+    if (const json::Object *b = rd.object(rd.field(*p, path, "buffers"),
+                                          bpath)) {
+      rd.noUnknownKeys(*b, bpath, {"input", "output", "scratch"});
+      if (auto v = rd.integer(*b, bpath, "input", 0, INT32_MAX))
+        rp.inputChunks = static_cast<int32_t>(*v);
+      if (auto v = rd.integer(*b, bpath, "output", 0, INT32_MAX))
+        rp.outputChunks = static_cast<int32_t>(*v);
+      if (auto v = rd.integer(*b, bpath, "scratch", 0, INT32_MAX))
+        rp.scratchChunks = static_cast<int32_t>(*v);
+    }
+    std::string opath = path + ".ops";
+    const json::Array *ops = rd.array(rd.field(*p, path, "ops"), opath);
+    if (!ops)
+      continue;
+    rp.ops.resize(ops->size());
+    for (size_t i = 0; i < ops->size(); ++i) {
+      // Message ids are bounded by the declared count here; pairing is
+      // checked by the verifier below.
+      readOp(rd, (*ops)[i], llvm::formatv("{0}[{1}]", opath, i).str(),
+             static_cast<int32_t>(i), static_cast<int32_t>(ops->size()),
+             s.numRanks, numMessages, rp.ops[i]);
+    }
+  }
+  if (!rd.ok())
+    return rd.takeError();
+  if (s.numMessages() != numMessages)
+    rd.error("$.messages",
+             llvm::formatv("declares {0} messages but the ops use {1}",
+                           numMessages, s.numMessages()));
+  plan.contentHash = planContentHash(s);
+  if (declaredHash && *declaredHash != plan.contentHash)
+    rd.error("$.contentHash",
+             llvm::formatv("is {0} but the plan's ops hash to {1}; the file "
+                           "was edited or damaged",
+                           formatHash(*declaredHash),
+                           formatHash(plan.contentHash)));
+  if (!rd.ok())
+    return rd.takeError();
+  if (auto err = ir::verifySchedule(s))
+    return makeDiagError(SourceLoc{fileName.str(), 0, 0},
+                         "the plan's schedule fails verification:\n" +
+                             llvm::toString(std::move(err)));
+  return plan;
+}
+
+llvm::Expected<LoadedPlan> loadPlanFile(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!buf)
+    return makeUserError("cannot read plan '" + path +
+                         "': " + buf.getError().message());
+  return parsePlanJson((*buf)->getBuffer(), path);
+}
+
+} // namespace topocc::backends

@@ -1,0 +1,70 @@
+//===- backends/PlanJson.h - The executable plan (JSON) ---------*- C++ -*-===//
+//
+// Emits and loads the plan the topocc runtime executes (docs/PlanFormat.md):
+// versioned JSON carrying the generator, the topology's content hash, the
+// collective, dtype rules, buffer sizes in chunks and every rank's ops.
+// Stage: after compile() (any verified schedule). Loading validates every
+// field (errors name the file and the JSON path) and re-verifies the schedule.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_BACKENDS_PLANJSON_H
+#define TOPOCC_BACKENDS_PLANJSON_H
+
+#include "ir/Schedule.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace topocc::topo {
+class Topology;
+}
+
+namespace topocc::backends {
+
+/// The plan format version this code writes and reads.
+constexpr int kPlanFormatVersion = 1;
+
+/// What a plan records besides the schedule.
+struct PlanMeta {
+  std::string generator = "topocc"; ///< e.g. "topocc 0.1.0"
+  std::string topologyName;         ///< empty when not compiled from a file
+  uint64_t topologyHash = 0;        ///< topologyHash() of it, 0 when none
+  std::string algorithm;            ///< "ring", ...
+};
+
+/// A loaded plan: the (re-verified) schedule, its metadata and the hash of
+/// its schedule content (planContentHash), which ranks compare at run time.
+struct LoadedPlan {
+  ir::Schedule schedule;
+  PlanMeta meta;
+  uint64_t contentHash = 0;
+};
+
+/// A stable 64-bit FNV-1a hash of the topology's content (devices, links
+/// with bandwidths, latencies and counts, rank order); independent of the
+/// file name, comments and formatting.
+uint64_t topologyHash(const topo::Topology &t);
+
+/// A stable 64-bit FNV-1a hash of the schedule's canonical textual IR.
+uint64_t planContentHash(const ir::Schedule &s);
+
+/// "0x" followed by 16 lower-case hex digits.
+std::string formatHash(uint64_t h);
+
+/// The plan as JSON text (deterministic, ends with a newline).
+/// REQUIRES: `s` passes ir::verifySchedule (else an error, nothing written).
+llvm::Expected<std::string> planToJson(const ir::Schedule &s,
+                                       const PlanMeta &meta);
+
+/// Parses and validates plan text; `fileName` prefixes every diagnostic
+/// ("FILE: JSON.PATH: message").
+llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
+                                         llvm::StringRef fileName);
+llvm::Expected<LoadedPlan> loadPlanFile(llvm::StringRef path);
+
+} // namespace topocc::backends
+
+#endif // TOPOCC_BACKENDS_PLANJSON_H

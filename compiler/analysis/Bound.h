@@ -1,0 +1,143 @@
+//===- compiler/analysis/Bound.h - Exact cut bound (ForestColl) -*- C++ -*-===//
+//
+// The exact throughput bound of FORESTCOLL.md sections 2-3: for allgather
+//   T*_AG = (M/N) * lambda*,  lambda* = max over vertex sets S that miss at
+//   least one GPU of |S n GPUs| / B+(S)           (B+ = bandwidth leaving S)
+// and for reduce-scatter the same on the reversed graph (B- = entering S);
+// allreduce is RS followed by AG. lambda* is found by Dinkelbach iteration
+// over integer max-flows (Boost.Graph Boykov-Kolmogorov, only inside
+// Bound.cpp), in exact integer arithmetic: no floating point in the search.
+//
+// Exact capacities: every direction of every link becomes one arc whose
+// capacity is count x per-port bandwidth in bytes/s (raw by default, or x
+// efficiency), rounded to a whole number of bytes/s (rejected when that moves
+// it by more than 1e-9 relative: every rate written in decimal or binary
+// units, 25 GB/s, 200 Gb/s, 12.5 GB/s, 1 GiB/s, is a whole number of bytes/s),
+// then divided by the gcd of all capacities (the quantum, in bytes/s per
+// unit). GPUs relay (store-and-forward); switches, NICs and CPU sockets
+// forward. Half-duplex links cannot be modelled as two independent arcs and
+// are rejected. Stage: analysis, on a validated topology. Never prints;
+// deterministic (vertex ids are device ids, GPUs in rank order).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_ANALYSIS_BOUND_H
+#define TOPOCC_COMPILER_ANALYSIS_BOUND_H
+
+#include "compiler/topology/Topology.h"
+#include "ir/Schedule.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace topocc::analysis {
+
+/// A non-negative fraction in lowest terms (den > 0).
+struct Fraction {
+  int64_t num = 0, den = 1;
+
+  /// Reduces num/den; REQUIRES den > 0.
+  static Fraction make(int64_t num, int64_t den);
+  double value() const { return static_cast<double>(num) / den; }
+  /// "7/300", or "3" when den == 1.
+  std::string str() const;
+  friend bool operator==(const Fraction &a, const Fraction &b) {
+    return a.num == b.num && a.den == b.den;
+  }
+};
+
+/// The integer digraph the bound works on.
+struct BoundGraph {
+  struct Arc {
+    int from = -1, to = -1; ///< vertex (= device) ids
+    int64_t cap = 0;        ///< capacity in quanta
+    int link = -1, dir = 0; ///< the topology link and direction (-1: none)
+  };
+  int numVertices = 0;
+  /// Vertex id of rank r (compute vertices, in rank order).
+  std::vector<int> compute;
+  std::vector<Arc> arcs;
+  /// Bytes/s per capacity unit (the gcd of all link capacities). Graphs
+  /// built by hand keep the default: capacities in GB/s.
+  int64_t quantumBytesPerSec = 1000000000;
+};
+
+enum class CapacityKind { Raw, Effective };
+
+/// Builds the integer digraph of `t`: one vertex per device, two arcs per
+/// link (count x bandwidth per direction, x efficiency for Effective).
+/// User errors: half-duplex links, a capacity that is not a whole number of
+/// bytes/s, fewer than 2 GPUs, capacities too large for exact arithmetic.
+llvm::Expected<BoundGraph> buildBoundGraph(const topo::Topology &t,
+                                           CapacityKind kind);
+
+/// The argmax cut: S is the source side (for allgather every shard owned in
+/// S must leave it; for reduce-scatter every partial sum for a GPU in S must
+/// enter it). `arcs` are the arcs that cross it: leaving S (allgather) or
+/// entering S (reduce-scatter), in arc order.
+struct BoundCut {
+  std::vector<int> vertices; ///< S, sorted vertex ids
+  std::vector<int> ranks;    ///< ranks whose GPU lies in S, sorted
+  int64_t capacity = 0;      ///< d(S) in quanta
+  std::vector<int> arcs;     ///< indices into BoundGraph::arcs
+};
+
+/// The bound for one direction of the graph.
+struct DirectionalBound {
+  /// n(S)/d(S) in seconds per byte times quantumBytesPerSec (= lambda* when
+  /// capacities are in quanta).
+  Fraction lambdaInt;
+  /// lambda* in seconds per GB (GB = 1e9 bytes), exact.
+  Fraction lambda;
+  /// Trees per root k and per-arc tree units c(e) = U b(e) of FORESTCOLL.md
+  /// 3.3: k = den(lambdaInt) / g, c(e) = num(lambdaInt) b(e) / g, with
+  /// g = gcd(den(lambdaInt), gcd of the capacities). U = k lambda (s/GB).
+  int64_t k = 0;
+  Fraction u;
+  int64_t unitDivisor = 1; ///< g above
+  /// c(e) for an arc of capacity `cap` (quanta): tree units it carries.
+  int64_t arcUnits(int64_t cap) const {
+    return lambdaInt.num * cap / unitDivisor;
+  }
+  BoundCut cut;
+  int iterations = 0; ///< Dinkelbach rounds (1 = the start was optimal)
+  int maxFlows = 0;   ///< max-flow computations
+};
+
+/// Dinkelbach iteration on `g` (reversed: reduce-scatter). REQUIRES: g has at
+/// least 2 compute vertices, all mutually reachable, and
+/// N x sum(capacities) < 2^62 (buildBoundGraph checks both).
+llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
+                                                 bool reversed);
+
+/// The same by enumerating every vertex set (test oracle; exponential).
+/// REQUIRES: g.numVertices <= 24.
+DirectionalBound bruteForceBound(const BoundGraph &g, bool reversed);
+
+struct BoundResult {
+  BoundGraph graph;
+  DirectionalBound allgather;     ///< out-trees of G
+  DirectionalBound reduceScatter; ///< out-trees of the reversed graph
+  /// lambda*_RS + lambda*_AG in s/GB (allreduce = RS then AG).
+  Fraction allreduceLambda;
+  int numRanks() const { return static_cast<int>(graph.compute.size()); }
+};
+
+/// Both directions for `t`.
+llvm::Expected<BoundResult> computeBound(const topo::Topology &t,
+                                         CapacityKind kind = CapacityKind::Raw);
+
+/// The bound as nccl-tests numbers at `bytes` (M: AG output, RS input, AR
+/// buffer): time = (M/N) lambda, algbw = M/time, busbw = algbw (N-1)/N
+/// (AG, RS) or algbw 2(N-1)/N (AR). Bandwidths in bytes/s.
+struct BoundNumbers {
+  double time = 0, algbw = 0, busbw = 0;
+};
+BoundNumbers boundNumbers(const BoundResult &b, ir::Collective c,
+                          double bytes);
+
+} // namespace topocc::analysis
+
+#endif // TOPOCC_COMPILER_ANALYSIS_BOUND_H

@@ -1,0 +1,92 @@
+//===- compiler/analysis/Simulator.h - Discrete-event schedule simulator -*- C++ -*-===//
+//
+// Executes any schedule IR on a topology at one message size, event by event
+// (PERFORMANCE.md section 5). Every directed link (LinkModel resource) is a
+// FIFO server with its effective capacity and latency; a message follows the
+// LinkModel's routed flow (through switches and NICs, split over parallel
+// planes), hop by hop: store-and-forward (the whole message is received
+// before the next hop starts) or cut-through (the next hop starts when the
+// head arrives). Ranks follow same-rank deps, threadblock program order (from
+// ThreadblocksAssigned on) and message pairing; a reduction costs
+// bytes / reduceBandwidth. Stage: analysis, on any verified schedule.
+// Never prints; deterministic (ties break by event creation order).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_ANALYSIS_SIMULATOR_H
+#define TOPOCC_COMPILER_ANALYSIS_SIMULATOR_H
+
+#include "compiler/analysis/CostModel.h"
+#include "ir/Schedule.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <vector>
+
+namespace topocc::analysis {
+
+enum class SimMode {
+  StoreAndForward, ///< each hop receives the whole message, then forwards it
+  CutThrough,      ///< hops pipeline: the next starts when the head arrives
+};
+
+struct SimOptions {
+  /// S in the nccl-tests convention (allgather: output, reducescatter:
+  /// input, allreduce: the buffer); one chunk is S / chunksPerLoop.
+  double bytes = 0;
+  SimMode mode = SimMode::StoreAndForward;
+  /// Bytes/s of a local reduction (γ = 1/reduceBandwidth); 0 makes
+  /// reductions free; nullopt takes defaultReduceBandwidth of each rank's GPU.
+  std::optional<double> reduceBandwidth;
+  /// Record every link transfer (for traces); off for speed.
+  bool recordTransfers = false;
+};
+
+/// Reduction bandwidth of a GPU model, bytes/s: a third of its memory
+/// bandwidth (a reduction reads two operands and writes one). 0 for an
+/// unknown model. Table: v100 900, a100-pcie 1935, a100-sxm4 2039,
+/// h100-sxm5 3350, h100-pcie 2000, h200 4800, mi250 1638 (per GCD) GB/s.
+double defaultReduceBandwidth(llvm::StringRef gpuModel);
+
+/// One resource's totals.
+struct SimLinkStats {
+  int resource = -1; ///< LinkModel resource id
+  double busy = 0;   ///< seconds the server was transmitting
+  double bytes = 0;
+};
+
+/// One op on the critical path. `viaMessage` is the message whose arrival
+/// released the op (-1 when a same-rank predecessor did).
+struct SimStep {
+  int rank = -1, op = -1;
+  double start = 0, end = 0;
+  int viaMessage = -1;
+};
+
+/// One message crossing one resource (recordTransfers only).
+struct SimTransfer {
+  int resource = -1, message = -1, sender = -1, receiver = -1;
+  double start = 0, end = 0, bytes = 0;
+};
+
+struct SimResult {
+  double bytes = 0;
+  double time = 0; ///< last op completion
+  double algbw = 0, busbw = 0;
+  std::vector<double> rankFinish;  ///< per rank, last op completion
+  std::vector<SimLinkStats> links; ///< every used resource, by id
+  std::vector<SimStep> criticalPath; ///< first op to the last one
+  std::vector<SimTransfer> transfers; ///< by start time (recordTransfers)
+  size_t events = 0; ///< events processed
+};
+
+/// Simulates `s` on `m`'s topology. User error when the ranks do not match,
+/// a pair has no route, a message is unmatched, or the schedule cannot run
+/// to the end (a dependency cycle: the ops that never ran are named).
+llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
+                                   const SimOptions &opts);
+
+} // namespace topocc::analysis
+
+#endif // TOPOCC_COMPILER_ANALYSIS_SIMULATOR_H

@@ -1,0 +1,297 @@
+//===- compiler/passes/LowerHierarchicalRing.cpp - Two-level ring ---------===//
+//
+// Three ring phases over groups of ranks, emitted step-major (for step t, for
+// sub-chunk j, for group, for ring position) so that every rank's chain sees
+// its steps in order and every connection carries its messages in the same
+// order on both ends:
+//   phase 1, groups = nodes (intra ring):   reduce-scatter of the G shards,
+//            reading `in`, result of shard l in the work buffer of local l;
+//   phase 2, groups = rails (node order):   in-place ring all-reduce of the
+//            N blocks of shard l in the work buffer;
+//   phase 3, groups = nodes (intra ring):   in-place all-gather of the shards.
+// The work buffer is `out` (out of place) or `in` (in place). Partial sums
+// that are only forwarded live in fresh scratch slots.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/passes/LowerHierarchicalRing.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <functional>
+
+namespace topocc::passes {
+
+using namespace ir;
+
+namespace {
+
+enum class Phase { ReduceScatter, AllReduce, AllGather };
+
+class HierLowering {
+public:
+  explicit HierLowering(const HierRingOptions &o)
+      : o(o), G(static_cast<int32_t>(o.nodes[0].size())),
+        N(static_cast<int32_t>(o.nodes.size())), K(o.chunks),
+        work(o.inplace ? BufferKind::Input : BufferKind::Output) {
+    lorder = o.localOrder;
+    if (lorder.empty())
+      for (int32_t l = 0; l < G; ++l)
+        lorder.push_back(l);
+  }
+
+  Schedule run();
+
+private:
+  /// Block `q` (ring position within group `g`) of sub-chunk j, in `kind`.
+  using BlockFn =
+      std::function<BufferRef(int32_t g, int32_t q, int32_t j, BufferKind)>;
+
+  const HierRingOptions &o;
+  int32_t G, N, K;
+  BufferKind work;
+  std::vector<int32_t> lorder;
+  Schedule s;
+  std::vector<OpId> last;           ///< per rank: end of the current chain
+  std::vector<int32_t> scratchEnd;  ///< per rank
+  MsgId msgBase = 0;
+  int32_t base = 0; ///< first unit of the channel being lowered
+
+  int32_t unit(int32_t l, int32_t j, int32_t b) const {
+    return base + l * N * K + j * N + b;
+  }
+
+  void emit(RankId r, Op op) {
+    if (last[r] != kNone)
+      op.deps = {last[r]};
+    auto &ops = s.ranks[r].ops;
+    ops.push_back(std::move(op));
+    last[r] = static_cast<OpId>(ops.size() - 1);
+  }
+  BufferRef newScratch(RankId r, int32_t count) {
+    BufferRef b{BufferKind::Scratch, scratchEnd[r], count};
+    scratchEnd[r] += count;
+    return b;
+  }
+  void emitSend(RankId r, BufferRef src, RankId to, MsgId m) {
+    Op op;
+    op.kind = OpKind::Send;
+    op.src = src;
+    op.sendPeer = to;
+    op.sendMsg = m;
+    emit(r, std::move(op));
+  }
+  void emitRecv(RankId r, BufferRef dst, RankId from, MsgId m) {
+    Op op;
+    op.kind = OpKind::Recv;
+    op.dst = dst;
+    op.recvPeer = from;
+    op.recvMsg = m;
+    emit(r, std::move(op));
+  }
+  void emitBinary(OpKind kind, RankId r, BufferRef dst, BufferRef src) {
+    Op op;
+    op.kind = kind;
+    op.src = src;
+    op.dst = dst;
+    emit(r, std::move(op));
+  }
+
+  /// One ring phase over `groups` (each a list of ranks in ring order, all of
+  /// the same size). ReduceScatter reads contributions from `src` and leaves
+  /// block q complete in the work buffer of position q; AllReduce and
+  /// AllGather work in place on the work buffer.
+  void phase(Phase kind, const std::vector<std::vector<RankId>> &groups,
+             const BlockFn &blk, BufferKind src);
+};
+
+void HierLowering::phase(Phase kind,
+                         const std::vector<std::vector<RankId>> &groups,
+                         const BlockFn &blk, BufferKind src) {
+  const int32_t m = static_cast<int32_t>(groups[0].size());
+  const int32_t ng = static_cast<int32_t>(groups.size());
+  auto wrap = [m](int32_t q) { return ((q % m) + m) % m; };
+  if (m == 1) {
+    // A group of one: reduce-scatter is a copy out of place, the rest nothing.
+    if (kind == Phase::ReduceScatter && src != work)
+      for (int32_t g = 0; g < ng; ++g)
+        for (int32_t j = 0; j < K; ++j)
+          emitBinary(OpKind::Copy, groups[g][0], blk(g, 0, j, work),
+                     blk(g, 0, j, src));
+    return;
+  }
+  const int32_t steps = kind == Phase::AllReduce ? 2 * m - 1 : m;
+  auto msg = [&](int32_t t, int32_t j, int32_t g, int32_t p) -> MsgId {
+    return msgBase + ((t * K + j) * ng + g) * m + wrap(p);
+  };
+  for (int32_t t = 0; t < steps; ++t)
+    for (int32_t j = 0; j < K; ++j)
+      for (int32_t g = 0; g < ng; ++g)
+        for (int32_t p = 0; p < m; ++p) {
+          const RankId r = groups[g][p], next = groups[g][wrap(p + 1)],
+                       prev = groups[g][wrap(p - 1)];
+          const MsgId sendMsg = t + 1 < steps ? msg(t, j, g, p) : kNone;
+          const MsgId recvMsg = t > 0 ? msg(t - 1, j, g, p - 1) : kNone;
+          auto at = [&](int32_t q, BufferKind k) {
+            return blk(g, wrap(q), j, k);
+          };
+          if (kind == Phase::AllGather) {
+            if (t == 0) {
+              emitSend(r, at(p, work), next, sendMsg);
+            } else {
+              emitRecv(r, at(p - t, work), prev, recvMsg);
+              if (sendMsg != kNone)
+                emitSend(r, at(p - t, work), next, sendMsg);
+            }
+            continue;
+          }
+          // Reduce-scatter part: step t handles the block at p - shift - t.
+          const int32_t shift = kind == Phase::ReduceScatter ? 1 : 0;
+          const BufferKind from = kind == Phase::ReduceScatter ? src : work;
+          if (t == 0) {
+            emitSend(r, at(p - shift, from), next, sendMsg);
+          } else if (t < m - 1) {
+            BufferRef own = at(p - shift - t, from);
+            BufferRef sc = newScratch(r, own.count);
+            emitRecv(r, sc, prev, recvMsg);
+            emitBinary(OpKind::Reduce, r, sc, own);
+            emitSend(r, sc, next, sendMsg);
+          } else if (t == m - 1) {
+            const int32_t q = p - shift - t;
+            BufferRef own = at(q, from), result = at(q, work);
+            if (from == work) {
+              BufferRef sc = newScratch(r, own.count);
+              emitRecv(r, sc, prev, recvMsg);
+              emitBinary(OpKind::Reduce, r, result, sc);
+            } else {
+              emitRecv(r, result, prev, recvMsg);
+              emitBinary(OpKind::Reduce, r, result, own);
+            }
+            if (sendMsg != kNone) // all-reduce: all-gather step 0
+              emitSend(r, result, next, sendMsg);
+          } else {
+            // All-gather step u of the all-reduce: block p + 1 - u.
+            const int32_t u = t - (m - 1);
+            BufferRef dst = at(p + 1 - u, work);
+            emitRecv(r, dst, prev, recvMsg);
+            if (sendMsg != kNone)
+              emitSend(r, dst, next, sendMsg);
+          }
+        }
+  msgBase += steps * K * ng * m;
+}
+
+Schedule HierLowering::run() {
+  const int32_t n = o.numRanks, perChannel = G * N * K;
+  s.collective = Collective::AllReduce;
+  s.numRanks = n;
+  s.chunksPerLoop = o.channels * perChannel;
+  s.inplace = o.inplace;
+  s.stage = Stage::Lowered;
+  s.name = o.name.empty()
+               ? llvm::formatv("hierring{0}x{1}_allreduce_c{2}_k{3}_{4}", N, G,
+                               o.channels, K,
+                               o.inplace ? "inplace" : "outofplace")
+                     .str()
+               : o.name;
+  s.ranks.resize(n);
+  scratchEnd.assign(n, 0);
+
+  // Intra-node rings (positions in lorder) and rails (node order).
+  std::vector<std::vector<RankId>> intra, rails(G);
+  for (const std::vector<RankId> &node : o.nodes) {
+    std::vector<RankId> ring;
+    for (int32_t l : lorder)
+      ring.push_back(node[l]);
+    intra.push_back(std::move(ring));
+    for (int32_t l = 0; l < G; ++l)
+      rails[l].push_back(node[l]);
+  }
+  // Shard of intra position q: the shard of local index lorder[q], N blocks.
+  BlockFn shard = [&](int32_t, int32_t q, int32_t j, BufferKind k) {
+    return BufferRef{k, unit(lorder[q], j, 0), N};
+  };
+  // Block q (node position) of shard l on rail l.
+  BlockFn block = [&](int32_t l, int32_t q, int32_t j, BufferKind k) {
+    return BufferRef{k, unit(l, j, q), 1};
+  };
+  for (int32_t c = 0; c < o.channels; ++c) {
+    base = c * perChannel;
+    last.assign(n, kNone);
+    phase(Phase::ReduceScatter, intra, shard, BufferKind::Input);
+    phase(Phase::AllReduce, rails, block, work);
+    phase(Phase::AllGather, intra, shard, work);
+  }
+  for (RankId r = 0; r < n; ++r) {
+    s.ranks[r].scratchChunks = scratchEnd[r];
+    s.ranks[r].inputChunks = s.chunksPerLoop;
+    s.ranks[r].outputChunks = o.inplace ? 0 : s.chunksPerLoop;
+  }
+  return std::move(s);
+}
+
+} // namespace
+
+llvm::Expected<Schedule> lowerHierarchicalRing(const HierRingOptions &o) {
+  std::vector<std::string> problems;
+  if (o.collective != Collective::AllReduce)
+    problems.push_back(("the hierarchical ring supports allreduce only, not " +
+                        collectiveName(o.collective))
+                           .str());
+  if (o.nodes.size() < 2)
+    problems.push_back(llvm::formatv("the hierarchical ring needs at least 2 "
+                                     "nodes with GPUs, the topology has {0}",
+                                     o.nodes.size()));
+  if (o.channels < 1 || o.channels > 32)
+    problems.push_back(llvm::formatv(
+        "--channels must be between 1 and 32 (MSCCL channels), got {0}",
+        o.channels));
+  if (o.chunks < 1)
+    problems.push_back(
+        llvm::formatv("--chunks must be at least 1, got {0}", o.chunks));
+  if (!problems.empty())
+    return makeUserError(llvm::join(problems, "\n"));
+  const size_t g = o.nodes[0].size();
+  std::vector<int> seen(std::max(o.numRanks, 0), 0);
+  for (size_t i = 0; i < o.nodes.size(); ++i) {
+    if (o.nodes[i].size() != g || g == 0)
+      problems.push_back(llvm::formatv(
+          "the hierarchical ring needs the same number of GPUs on every node: "
+          "node {0} has {1}, node 0 has {2}",
+          i, o.nodes[i].size(), g));
+    for (RankId r : o.nodes[i])
+      if (r < 0 || r >= o.numRanks)
+        problems.push_back(
+            llvm::formatv("rank {0} is out of range 0..{1}", r, o.numRanks - 1));
+      else if (seen[r]++ == 1)
+        problems.push_back(
+            llvm::formatv("rank {0} is on more than one node", r));
+  }
+  for (int32_t r = 0; r < o.numRanks; ++r)
+    if (!seen[r])
+      problems.push_back(llvm::formatv("rank {0} is on no node", r));
+  if (!o.localOrder.empty()) {
+    std::vector<int> used(g, 0);
+    bool ok = o.localOrder.size() == g;
+    for (int32_t l : o.localOrder)
+      ok = ok && l >= 0 && static_cast<size_t>(l) < g && used[l]++ == 0;
+    if (!ok)
+      problems.push_back(llvm::formatv(
+          "the intra-node order must be a permutation of 0..{0}", g - 1));
+  }
+  const int64_t units =
+      int64_t(o.channels) * int64_t(g) * int64_t(o.nodes.size()) * o.chunks;
+  if (units > 32767)
+    problems.push_back(llvm::formatv(
+        "channels * GPUs per node * nodes * chunks = {0} units exceeds 32767 "
+        "(MSCCL stores offsets in 16 bits); use fewer channels or chunks",
+        units));
+  if (!problems.empty())
+    return makeUserError(llvm::join(problems, "\n"));
+  return HierLowering(o).run();
+}
+
+} // namespace topocc::passes

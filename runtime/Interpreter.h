@@ -1,0 +1,89 @@
+//===- runtime/Interpreter.h - Run one rank of a plan -----------*- C++ -*-===//
+//
+// Plan::load reads and re-verifies a plan (backends/PlanJson.h); Plan::run
+// executes the calling rank's ops on a Transport for `count` elements:
+// every receive is posted up front into a private staging buffer, ops start
+// as soon as their dependencies (and the previous op of their threadblock)
+// are done, sends are nonblocking, and the run blocks only when nothing is
+// runnable. Chunks are "balanced": see chunkOffset and docs/Runtime.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_RUNTIME_INTERPRETER_H
+#define TOPOCC_RUNTIME_INTERPRETER_H
+
+#include "backends/PlanJson.h"
+#include "runtime/DType.h"
+#include "runtime/Transport.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace topocc::runtime {
+
+struct RunOptions {
+  /// Exchange a RunHeader with every rank first and fail (on every rank,
+  /// with the same message) when plan hash, rank count, count, dtype or
+  /// in-place flag differ. Every rank must pass the same value.
+  bool checkPeers = true;
+  /// > 0: fail with the list of pending messages when no progress is made
+  /// for this many seconds.
+  double timeoutSeconds = 0;
+};
+
+/// Element layout of a collective's buffers for one count (nccl-tests
+/// conventions: allreduce `count` in and out; allgather `count` in and
+/// ranks*count out; reducescatter ranks*count in and `count` out).
+struct BufferLayout {
+  /// k: chunksPerLoop / max(inputBlocks, outputBlocks).
+  int32_t chunksPerBlock = 0;
+  int32_t inputBlocks = 1;    ///< blocks of `count` elements in the input
+  int32_t outputBlocks = 1;
+  size_t count = 0;
+
+  /// First element of chunk `c`: block c/k holds `count` elements, and its
+  /// chunk j = c%k starts at floor(j*count/k), so chunks get floor or ceil
+  /// of count/k elements and the remainder is spread over the block.
+  size_t chunkOffset(int64_t c) const {
+    int64_t k = chunksPerBlock;
+    return size_t(c / k) * count + size_t((c % k) * int64_t(count) / k);
+  }
+  size_t inputElements() const { return inputBlocks * count; }
+  size_t outputElements() const { return outputBlocks * count; }
+};
+
+/// The layout of `s` for `count`, or an error when the collective's chunk
+/// count is not a multiple of its block count.
+llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count);
+
+class Plan {
+public:
+  /// Reads, validates and re-verifies a plan file.
+  static llvm::Expected<Plan> load(llvm::StringRef path);
+  /// A plan from a verified schedule (REQUIRES: it passes verifySchedule).
+  static llvm::Expected<Plan> fromSchedule(ir::Schedule s,
+                                           backends::PlanMeta meta = {});
+
+  const ir::Schedule &schedule() const { return plan.schedule; }
+  const backends::PlanMeta &meta() const { return plan.meta; }
+  uint64_t hash() const { return plan.contentHash; }
+
+  /// Runs this rank's (t.rank()) program. `sendbuf` holds the input and
+  /// `recvbuf` receives the output (sizes: BufferLayout). In-place plans
+  /// REQUIRE the nccl aliasing: allreduce sendbuf == recvbuf, allgather
+  /// sendbuf == recvbuf + rank*count, reducescatter recvbuf == sendbuf +
+  /// rank*count (elements). Errors: mismatch between ranks, bad pointers,
+  /// a count whose chunks make a message's two ends differ in size, transport
+  /// errors, timeout.
+  llvm::Error run(const void *sendbuf, void *recvbuf, size_t count, DType t,
+                  Transport &tr, const RunOptions &opts = {}) const;
+
+private:
+  backends::LoadedPlan plan;
+};
+
+} // namespace topocc::runtime
+
+#endif // TOPOCC_RUNTIME_INTERPRETER_H

@@ -1,0 +1,68 @@
+//===- runtime/Transport.h - Point-to-point transport interface -*- C++ -*-===//
+//
+// What the interpreter needs from a communication engine: nonblocking
+// send/receive of byte ranges matched by (peer, message id), completion
+// tests, and one small all-gather used to check that every rank runs the
+// same plan with the same count. Implementations: LocalTransport (threads in
+// one process, for tests), MpiTransport (OpenMPI).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_RUNTIME_TRANSPORT_H
+#define TOPOCC_RUNTIME_TRANSPORT_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace topocc::runtime {
+
+/// A transport's handle for one posted send or receive.
+using RequestId = int64_t;
+
+/// What each rank announces before running a plan; every field must agree
+/// (except `rank`). Plain data, sent as bytes.
+struct RunHeader {
+  uint64_t planHash = 0;  ///< backends::planContentHash of the schedule
+  uint64_t count = 0;     ///< element count passed to Plan::run
+  int32_t rank = 0;       ///< the sender's transport rank
+  int32_t planRanks = 0;  ///< ranks the plan was compiled for
+  int32_t dtype = 0;      ///< DType as an integer
+  int32_t inplace = 0;    ///< the plan's in-place flag
+  char planName[64] = {}; ///< NUL-terminated, truncated schedule name
+};
+
+class Transport {
+public:
+  virtual ~Transport();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Posts a send of `bytes` bytes to `peer` for message `msg`. REQUIRES:
+  /// `buf` stays valid and unchanged until the request completes.
+  virtual llvm::Expected<RequestId> isend(const void *buf, size_t bytes,
+                                          int peer, int64_t msg) = 0;
+  /// Posts a receive of exactly `bytes` bytes from `peer` for message `msg`.
+  virtual llvm::Expected<RequestId> irecv(void *buf, size_t bytes, int peer,
+                                          int64_t msg) = 0;
+  /// True when the request completed (it is then released).
+  virtual llvm::Expected<bool> test(RequestId req) = 0;
+  /// Blocks until the request completes (it is then released).
+  virtual llvm::Error wait(RequestId req) = 0;
+  /// Blocks until one of `reqs` completes (releasing it) and returns its
+  /// index, or std::nullopt when `timeoutSeconds` (> 0) passed first;
+  /// timeoutSeconds <= 0 waits without limit. REQUIRES: `reqs` not empty.
+  virtual llvm::Expected<std::optional<size_t>>
+  waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) = 0;
+  /// Collective: every rank passes its header and gets all headers, in rank
+  /// order.
+  virtual llvm::Expected<std::vector<RunHeader>>
+  allgatherHeader(const RunHeader &mine) = 0;
+};
+
+} // namespace topocc::runtime
+
+#endif // TOPOCC_RUNTIME_TRANSPORT_H

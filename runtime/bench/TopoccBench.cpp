@@ -1,0 +1,440 @@
+//===- runtime/bench/TopoccBench.cpp - topocc-bench -----------------------===//
+//
+// An nccl-tests style benchmark of a topocc plan over MPI, with MPI's own
+// collective as the baseline in the same run:
+//
+//   topocc-mpirun -np 8 topocc-bench --plan P.json -b 1K -e 256M -f 2 \
+//       -n 20 -w 5 -c 1 -d float --baseline mpi -J out.json
+//
+// Sizes follow nccl-tests: allreduce size = count*elemsize; allgather size =
+// the gathered output (count per rank = size/ranks); reducescatter size = the
+// input (count per rank = size/ranks). time is the mean per iteration over
+// -n iterations, the maximum over ranks; algbw = size/time; busbw = algbw *
+// 2(n-1)/n (allreduce) or (n-1)/n (allgather, reducescatter). The header
+// check (every rank runs the same plan and count) runs on the first warm-up
+// iteration of each size, not in the timed loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/PlanJson.h"
+#include "compiler/Pipeline.h"
+#include "compiler/topology/TopologyParser.h"
+#include "runtime/Interpreter.h"
+#include "runtime/mpi/MpiTransport.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace topocc;
+using namespace topocc::runtime;
+
+namespace {
+
+struct Options {
+  std::string minBytes = "32M", maxBytes = "32M";
+  double factor = 2;
+  int iters = 20, warmup = 5, check = 1;
+  std::string dtype = "float";
+  std::string planFile, topology, collective = "allreduce", baseline;
+  int chunks = 1, channels = 1;
+  bool inplace = false;
+  double timeout = 0;
+  std::string jsonOut;
+};
+
+/// "8", "1K", "256M", "1G" (powers of 1024, as nccl-tests).
+std::optional<size_t> parseSize(llvm::StringRef s) {
+  size_t mult = 1;
+  if (!s.empty()) {
+    char last = s.back();
+    if (last == 'K' || last == 'k')
+      mult = size_t(1) << 10;
+    else if (last == 'M' || last == 'm')
+      mult = size_t(1) << 20;
+    else if (last == 'G' || last == 'g')
+      mult = size_t(1) << 30;
+    if (mult != 1)
+      s = s.drop_back();
+  }
+  unsigned long long v = 0;
+  if (s.empty() || s.getAsInteger(10, v))
+    return std::nullopt;
+  return size_t(v) * mult;
+}
+
+float inputValue(int r, size_t i, int iter) {
+  return float(int((r * 7 + i * 3 + size_t(iter)) % 11) - 5);
+}
+
+struct Result {
+  double timeUs = 0, algbw = 0, busbw = 0;
+  long long wrong = -1; ///< -1: not checked
+};
+
+class Bench {
+public:
+  Bench(const Options &o, const Plan &plan, DType t, MpiTransport &tr)
+      : o(o), plan(plan), s(plan.schedule()), t(t), tr(tr),
+        n(tr.size()), rank(tr.rank()), esz(dtypeSize(t)) {}
+
+  size_t countFor(size_t bytes) const {
+    size_t total = bytes / esz;
+    return s.collective == ir::Collective::AllReduce ? total : total / n;
+  }
+  double busFactor() const {
+    double f = double(n - 1) / n;
+    return s.collective == ir::Collective::AllReduce ? 2 * f : f;
+  }
+
+  /// Buffers for `count`, laid out as the plan's in-place rule needs.
+  void setup(size_t count) {
+    auto l = layoutFor(s, count);
+    if (!l)
+      fatal(l.takeError());
+    layout = *l;
+    mem.assign((layout.inputElements() + layout.outputElements()) * esz + 64,
+               0);
+    send = mem.data();
+    recv = mem.data() + layout.inputElements() * esz;
+    if (s.inplace) {
+      if (s.collective == ir::Collective::AllGather) {
+        recv = mem.data();
+        send = recv + size_t(rank) * count * esz;
+      } else if (s.collective == ir::Collective::ReduceScatter) {
+        send = mem.data();
+        recv = send + size_t(rank) * count * esz;
+      } else {
+        send = recv = mem.data();
+      }
+    }
+  }
+  void fill(int iter) {
+    for (size_t i = 0; i < layout.inputElements(); ++i)
+      storeElement(send, i, t, inputValue(rank, i, iter));
+  }
+  long long countWrong(int iter) const {
+    long long wrong = 0;
+    size_t count = layout.count;
+    for (size_t i = 0; i < layout.outputElements(); ++i) {
+      float want = 0;
+      switch (s.collective) {
+      case ir::Collective::AllGather:
+        want = inputValue(int(i / count), i % count, iter);
+        break;
+      case ir::Collective::ReduceScatter:
+        for (int q = 0; q < n; ++q)
+          want += inputValue(q, size_t(rank) * count + i, iter);
+        break;
+      default:
+        for (int q = 0; q < n; ++q)
+          want += inputValue(q, i, iter);
+        break;
+      }
+      wrong += loadElement(recv, i, t) != want;
+    }
+    long long total = 0;
+    MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return total;
+  }
+
+  void runPlan(bool checkPeers) {
+    RunOptions ro;
+    ro.checkPeers = checkPeers;
+    ro.timeoutSeconds = o.timeout;
+    if (auto err = plan.run(send, recv, layout.count, t, tr, ro))
+      fatal(std::move(err));
+  }
+  void runBaseline() {
+    size_t count = layout.count;
+    const void *in = s.inplace ? MPI_IN_PLACE : send;
+    switch (s.collective) {
+    case ir::Collective::AllGather:
+      MPI_Allgather(in, int(count), MPI_FLOAT, recv, int(count), MPI_FLOAT,
+                    MPI_COMM_WORLD);
+      break;
+    case ir::Collective::ReduceScatter:
+      MPI_Reduce_scatter_block(s.inplace ? MPI_IN_PLACE : send,
+                               s.inplace ? send : recv, int(count), MPI_FLOAT,
+                               MPI_SUM, MPI_COMM_WORLD);
+      if (s.inplace && recv != send) // MPI leaves the result at the front
+        std::memmove(recv, send, count * esz);
+      break;
+    default:
+      MPI_Allreduce(in, recv, int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    }
+  }
+
+  template <typename Fn> Result measure(size_t bytes, Fn &&fn) {
+    Result r;
+    for (int i = 0; i < o.warmup; ++i)
+      fn(i == 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < o.iters; ++i)
+      fn(false);
+    double mine = (MPI_Wtime() - t0) / std::max(1, o.iters), worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    r.timeUs = worst * 1e6;
+    r.algbw = worst > 0 ? double(bytes) / worst / 1e9 : 0;
+    r.busbw = r.algbw * busFactor();
+    if (o.check) {
+      fill(1);
+      fn(false);
+      r.wrong = countWrong(1);
+      fill(0);
+    }
+    return r;
+  }
+
+  [[noreturn]] void fatal(llvm::Error err) {
+    llvm::errs() << "topocc-bench: rank " << rank << ": error: "
+                 << llvm::toString(std::move(err)) << "\n";
+    llvm::errs().flush();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);
+  }
+
+  const Options &o;
+  const Plan &plan;
+  const ir::Schedule &s;
+  DType t;
+  MpiTransport &tr;
+  int n, rank;
+  size_t esz;
+  BufferLayout layout;
+  std::vector<char> mem;
+  char *send = nullptr, *recv = nullptr;
+};
+
+std::string fmtResult(const Result &r) {
+  std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
+  return llvm::formatv("{0,10:f1} {1,7:f2} {2,7:f2} {3,6}", r.timeUs, r.algbw,
+                       r.busbw, wrong)
+      .str();
+}
+
+int runMain(int argc, char **argv) {
+  Options o;
+  CLI::App app{"topocc-bench: time a topocc plan over MPI (nccl-tests "
+               "conventions)"};
+  app.add_option("-b,--minbytes", o.minBytes, "Smallest size (8, 1K, 256M)");
+  app.add_option("-e,--maxbytes", o.maxBytes, "Largest size");
+  app.add_option("-f,--stepfactor", o.factor, "Size multiplier per step");
+  app.add_option("-n,--iters", o.iters, "Timed iterations per size");
+  app.add_option("-w,--warmup_iters", o.warmup, "Warm-up iterations");
+  app.add_option("-c,--check", o.check, "Check results (0 or 1)");
+  app.add_option("-d,--datatype", o.dtype, "float, half or bfloat16");
+  app.add_option("--plan", o.planFile, "Plan file (topocc compile --emit plan)");
+  app.add_option("--topology", o.topology,
+                 "Compile a ring for this topology instead of --plan");
+  app.add_option("--collective", o.collective,
+                 "allreduce, allgather or reducescatter (with --topology)");
+  app.add_option("--chunks", o.chunks, "Chunks per rank (with --topology)");
+  app.add_option("--channels", o.channels, "Channels (with --topology)");
+  app.add_flag("--inplace", o.inplace, "In-place plan (with --topology)");
+  app.add_option("--baseline", o.baseline, "mpi: also time MPI's collective");
+  app.add_option("--timeout", o.timeout,
+                 "Seconds without progress before a run fails (0: none)");
+  app.add_option("-J,--output_file", o.jsonOut, "Write results as JSON");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+      app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : 1;
+  }
+
+  MpiTransport tr;
+  int rank = tr.rank(), n = tr.size();
+  auto userError = [&](const llvm::Twine &msg) {
+    if (rank == 0)
+      llvm::errs() << "topocc-bench: error: " << msg << "\n";
+    return 1;
+  };
+  auto dtype = dtypeFromName(o.dtype);
+  if (!dtype)
+    return userError("unknown datatype '" + o.dtype +
+                     "'; expected float, half or bfloat16");
+  auto minB = parseSize(o.minBytes), maxB = parseSize(o.maxBytes);
+  if (!minB || !maxB || *minB == 0 || *maxB < *minB || o.factor <= 1)
+    return userError("bad size range -b " + o.minBytes + " -e " + o.maxBytes +
+                     " -f " + std::to_string(o.factor));
+  if (!o.baseline.empty() && o.baseline != "mpi")
+    return userError("unknown --baseline '" + o.baseline + "'; expected mpi");
+  if (o.baseline == "mpi" && *dtype != DType::F32)
+    return userError("--baseline mpi needs -d float (MPI has no fp16/bf16 "
+                     "type)");
+  if (o.planFile.empty() == o.topology.empty())
+    return userError("give either --plan FILE or --topology FILE");
+
+  // Every rank loads or compiles the plan; an error on any rank stops all.
+  std::optional<Plan> plan;
+  std::string loadError;
+  if (!o.planFile.empty()) {
+    auto p = Plan::load(o.planFile);
+    if (p)
+      plan = std::move(*p);
+    else
+      loadError = llvm::toString(p.takeError());
+  } else {
+    auto topo = topo::loadTopologyFile(o.topology);
+    auto coll = ir::collectiveFromName(o.collective);
+    if (!topo) {
+      loadError = llvm::toString(topo.takeError());
+    } else if (!coll) {
+      loadError = "unknown collective '" + o.collective + "'";
+    } else if (topo->numRanks() != n) {
+      loadError = llvm::formatv("topology '{0}' has {1} ranks but the job has "
+                                "{2}",
+                                topo->name(), topo->numRanks(), n)
+                      .str();
+    } else {
+      CompileRequest req;
+      req.collective = *coll;
+      req.chunks = o.chunks;
+      req.channels = o.channels;
+      req.inplace = o.inplace;
+      req.name = llvm::formatv("{0}_ring_{1}", topo->name(), o.collective);
+      PassLogger log;
+      auto compiled = compile(n, req, log);
+      if (!compiled) {
+        loadError = llvm::toString(compiled.takeError());
+      } else {
+        backends::PlanMeta meta;
+        meta.topologyName = topo->name().str();
+        meta.topologyHash = backends::topologyHash(*topo);
+        meta.algorithm = "ring";
+        auto p = Plan::fromSchedule(std::move(compiled->schedule), meta);
+        if (p)
+          plan = std::move(*p);
+        else
+          loadError = llvm::toString(p.takeError());
+      }
+    }
+  }
+  int failed = !loadError.empty(), anyFailed = 0;
+  MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (anyFailed) {
+    if (failed)
+      llvm::errs() << "topocc-bench: rank " << rank << ": error: " << loadError
+                   << "\n";
+    return 1;
+  }
+
+  Bench b(o, *plan, *dtype, tr);
+  const ir::Schedule &s = plan->schedule();
+  bool baseline = o.baseline == "mpi";
+  if (rank == 0) {
+    llvm::outs() << llvm::formatv(
+        "# topocc-bench: plan '{0}' ({1}, {2}, {3} ranks, {4} chunks per "
+        "loop, {5} channels), hash {6}\n",
+        s.name, ir::collectiveName(s.collective),
+        s.inplace ? "in-place" : "out-of-place", s.numRanks, s.chunksPerLoop,
+        s.numChannels, backends::formatHash(plan->hash()));
+    llvm::outs() << llvm::formatv("# iters {0}, warmup {1}, check {2}\n",
+                                  o.iters, o.warmup, o.check);
+    llvm::outs() << "#                                           topocc plan"
+                 << (baseline ? "                     MPI baseline" : "")
+                 << "\n";
+    llvm::outs() << "#       size      count   type  redop       time   algbw"
+                    "   busbw #wrong"
+                 << (baseline ? "       time   algbw   busbw #wrong" : "")
+                 << "\n";
+    llvm::outs() << "#        (B) (elements)                     (us)  (GB/s)"
+                    "  (GB/s)       "
+                 << (baseline ? "       (us)  (GB/s)  (GB/s)       " : "")
+                 << "\n";
+    llvm::outs().flush();
+  }
+  llvm::json::Array rows;
+  double sumPlan = 0, sumBase = 0;
+  int sizes = 0;
+  for (double bytesD = double(*minB); bytesD <= double(*maxB) * 1.0000001;
+       bytesD *= o.factor) {
+    size_t count = b.countFor(size_t(bytesD));
+    if (count == 0)
+      continue;
+    size_t bytes = s.collective == ir::Collective::AllReduce
+                       ? count * b.esz
+                       : count * b.esz * n;
+    b.setup(count);
+    b.fill(0);
+    Result p = b.measure(bytes, [&](bool first) { b.runPlan(first); });
+    Result m;
+    if (baseline)
+      m = b.measure(bytes, [&](bool) { b.runBaseline(); });
+    sumPlan += p.busbw;
+    sumBase += m.busbw;
+    ++sizes;
+    if (rank == 0) {
+      llvm::outs() << llvm::formatv("{0,12} {1,10} {2,6} {3,6} ", bytes, count,
+                                    o.dtype, "sum")
+                   << fmtResult(p) << (baseline ? " " + fmtResult(m) : "")
+                   << "\n";
+      llvm::outs().flush();
+      llvm::json::Object row{{"size", int64_t(bytes)},
+                             {"count", int64_t(count)},
+                             {"type", o.dtype},
+                             {"redop", "sum"},
+                             {"time_us", p.timeUs},
+                             {"algbw", p.algbw},
+                             {"busbw", p.busbw},
+                             {"wrong", p.wrong}};
+      if (baseline)
+        row["baseline"] = llvm::json::Object{{"name", "mpi"},
+                                             {"time_us", m.timeUs},
+                                             {"algbw", m.algbw},
+                                             {"busbw", m.busbw},
+                                             {"wrong", m.wrong}};
+      rows.push_back(std::move(row));
+    }
+  }
+  if (rank == 0) {
+    llvm::outs() << llvm::formatv("# Avg bus bandwidth    : {0:f3} GB/s",
+                                  sizes ? sumPlan / sizes : 0);
+    if (baseline)
+      llvm::outs() << llvm::formatv(" (MPI baseline {0:f3} GB/s)",
+                                    sizes ? sumBase / sizes : 0);
+    llvm::outs() << "\n";
+    if (!o.jsonOut.empty()) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(o.jsonOut, ec);
+      if (ec)
+        return userError("cannot write '" + o.jsonOut + "': " + ec.message());
+      llvm::json::Object doc{{"plan", s.name},
+                             {"collective", ir::collectiveName(s.collective)},
+                             {"inplace", s.inplace},
+                             {"ranks", n},
+                             {"hash", backends::formatHash(plan->hash())},
+                             {"iters", o.iters},
+                             {"warmup", o.warmup},
+                             {"results", std::move(rows)}};
+      os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rc = runMain(argc, argv);
+  MPI_Finalize();
+  return rc;
+}

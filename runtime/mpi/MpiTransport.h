@@ -1,0 +1,50 @@
+//===- runtime/mpi/MpiTransport.h - The runtime over OpenMPI ----*- C++ -*-===//
+//
+// Transport over MPI point-to-point on one communicator: MPI_Isend/MPI_Irecv
+// of bytes, tag = message id mod (MPI_TAG_UB + 1), MPI_Test/MPI_Waitany for
+// completion (polling with MPI_Testany when a timeout is set), MPI_Allgather
+// for the run header. mpi.h stays out of this header. Built only with
+// TOPOCC_WITH_MPI and OpenMPI found (library topocc_runtime_mpi).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_RUNTIME_MPI_MPITRANSPORT_H
+#define TOPOCC_RUNTIME_MPI_MPITRANSPORT_H
+
+#include "runtime/Transport.h"
+
+#include <map>
+#include <memory>
+
+namespace topocc::runtime {
+
+class MpiTransport final : public Transport {
+public:
+  /// Uses MPI_COMM_WORLD. REQUIRES: MPI is initialised.
+  MpiTransport();
+  ~MpiTransport() override;
+  int rank() const override { return me; }
+  int size() const override { return n; }
+  llvm::Expected<RequestId> isend(const void *buf, size_t bytes, int peer,
+                                  int64_t msg) override;
+  llvm::Expected<RequestId> irecv(void *buf, size_t bytes, int peer,
+                                  int64_t msg) override;
+  llvm::Expected<bool> test(RequestId req) override;
+  llvm::Error wait(RequestId req) override;
+  llvm::Expected<std::optional<size_t>>
+  waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) override;
+  llvm::Expected<std::vector<RunHeader>>
+  allgatherHeader(const RunHeader &mine) override;
+
+  /// The tag used for message `msg`.
+  int tagOf(int64_t msg) const { return static_cast<int>(msg % tagModulus); }
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  int me = 0, n = 1;
+  int64_t tagModulus = 32768;
+};
+
+} // namespace topocc::runtime
+
+#endif // TOPOCC_RUNTIME_MPI_MPITRANSPORT_H

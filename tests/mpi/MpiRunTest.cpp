@@ -1,0 +1,243 @@
+//===- tests/mpi/MpiRunTest.cpp - Plans under mpirun ----------------------===//
+//
+// Run by ctest under mpirun (tests/mpi/CMakeLists.txt). Rank 0 compiles a
+// ring plan with topocc::compile, writes it with planToJson, every rank
+// loads it with Plan::load and runs it over MpiTransport for each count;
+// every rank checks its output against the reference and rank 0 prints the
+// total of wrong elements. With --mismatch count|plan the last rank passes
+// another count or loads another plan, and every rank must fail with the
+// documented message (exit 0 when it does).
+//
+//   topocc-mpi-test --collective allreduce --chunks 2 --channels 2
+//       [--inplace] [--dtype fp32] --counts 1,7,1001 [--mismatch count]
+//       --dir DIR
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/PlanJson.h"
+#include "compiler/Pipeline.h"
+#include "runtime/Interpreter.h"
+#include "runtime/mpi/MpiTransport.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+using namespace topocc;
+using namespace topocc::runtime;
+
+namespace {
+
+float inputValue(int r, size_t i) {
+  return float(int((r * 7 + i * 3) % 11) - 5);
+}
+
+struct Args {
+  std::string collective = "allreduce", dtype = "fp32", mismatch, dir = ".";
+  int chunks = 1, channels = 1;
+  bool inplace = false;
+  std::vector<size_t> counts{1, 7, 1001};
+};
+
+bool parseArgs(int argc, char **argv, Args &a) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    auto next = [&]() -> llvm::StringRef {
+      return i + 1 < argc ? argv[++i] : "";
+    };
+    if (arg == "--collective")
+      a.collective = next().str();
+    else if (arg == "--dtype")
+      a.dtype = next().str();
+    else if (arg == "--mismatch")
+      a.mismatch = next().str();
+    else if (arg == "--dir")
+      a.dir = next().str();
+    else if (arg == "--chunks")
+      a.chunks = std::stoi(next().str());
+    else if (arg == "--channels")
+      a.channels = std::stoi(next().str());
+    else if (arg == "--inplace")
+      a.inplace = true;
+    else if (arg == "--counts") {
+      a.counts.clear();
+      llvm::SmallVector<llvm::StringRef, 8> parts;
+      next().split(parts, ',');
+      for (llvm::StringRef p : parts)
+        a.counts.push_back(std::stoull(p.str()));
+    } else {
+      llvm::errs() << "unknown argument '" << arg << "'\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Compiles and writes a plan file; returns its path.
+std::string writePlan(const Args &a, int n, int chunks, llvm::StringRef tag) {
+  CompileRequest req;
+  req.collective = *ir::collectiveFromName(a.collective);
+  req.chunks = chunks;
+  req.channels = a.channels;
+  req.inplace = a.inplace;
+  PassLogger log;
+  auto compiled = compile(n, req, log);
+  if (!compiled) {
+    llvm::errs() << llvm::toString(compiled.takeError()) << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  backends::PlanMeta meta;
+  meta.generator = "topocc-mpi-test";
+  meta.algorithm = "ring";
+  auto text = backends::planToJson(compiled->schedule, meta);
+  if (!text) {
+    llvm::errs() << llvm::toString(text.takeError()) << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  std::string path = llvm::formatv("{0}/{1}-{2}-c{3}-ch{4}-{5}-{6}.json",
+                                   a.dir, a.collective, n, chunks, a.channels,
+                                   a.inplace ? "in" : "out", tag)
+                         .str();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    llvm::errs() << "cannot write " << path << ": " << ec.message() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  os << *text;
+  return path;
+}
+
+int runMain(int argc, char **argv) {
+  Args a;
+  if (!parseArgs(argc, argv, a))
+    return 2;
+  MpiTransport tr;
+  int n = tr.size(), rank = tr.rank();
+  auto coll = ir::collectiveFromName(a.collective);
+  auto dtype = dtypeFromName(a.dtype);
+  if (!coll || !dtype) {
+    llvm::errs() << "bad --collective or --dtype\n";
+    return 2;
+  }
+  llvm::sys::fs::create_directories(a.dir);
+  std::string tag = std::to_string(::getppid());
+  std::string path, otherPath;
+  if (rank == 0) {
+    path = writePlan(a, n, a.chunks, tag);
+    if (a.mismatch == "plan")
+      otherPath = writePlan(a, n, a.chunks + 1, tag);
+  }
+  // Share the paths (rank 0 wrote the files).
+  char buf[2][512] = {};
+  std::strncpy(buf[0], path.c_str(), 511);
+  std::strncpy(buf[1], otherPath.c_str(), 511);
+  MPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, MPI_COMM_WORLD);
+  bool odd = rank == n - 1;
+  path = a.mismatch == "plan" && odd ? buf[1] : buf[0];
+  auto plan = Plan::load(path);
+  if (!plan) {
+    llvm::errs() << "rank " << rank << ": " << llvm::toString(plan.takeError())
+                 << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+
+  RunOptions opts;
+  opts.timeoutSeconds = 20; // a hang becomes an error naming the messages
+  size_t esz = dtypeSize(*dtype);
+  long long wrong = 0, checked = 0;
+  for (size_t count : a.counts) {
+    size_t runCount = a.mismatch == "count" && odd ? count + 1 : count;
+    auto layout = layoutFor(plan->schedule(), runCount);
+    if (!layout) {
+      llvm::errs() << llvm::toString(layout.takeError()) << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    size_t inE = layout->inputElements(), outE = layout->outputElements();
+    std::vector<char> mem((inE + outE) * esz + 64, 0);
+    char *send = mem.data(), *recv = mem.data() + inE * esz;
+    if (a.inplace) {
+      if (*coll == ir::Collective::AllGather) {
+        recv = mem.data();
+        send = recv + size_t(rank) * runCount * esz;
+      } else if (*coll == ir::Collective::ReduceScatter) {
+        send = mem.data();
+        recv = send + size_t(rank) * runCount * esz;
+      } else {
+        send = recv = mem.data();
+      }
+    }
+    for (size_t i = 0; i < inE; ++i)
+      storeElement(send, i, *dtype, inputValue(rank, i));
+    auto t0 = std::chrono::steady_clock::now();
+    llvm::Error err = plan->run(send, recv, runCount, *dtype, tr, opts);
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+    if (!a.mismatch.empty()) {
+      std::string text = llvm::toString(std::move(err));
+      bool ok = llvm::StringRef(text).startswith(
+                    "ranks disagree on the plan or the count") &&
+                text.find("<- differs from rank 0 in " + a.mismatch) !=
+                    std::string::npos &&
+                secs < 10;
+      llvm::outs() << "rank " << rank << " failed in "
+                   << llvm::formatv("{0:f3}", secs) << " s: " << text << "\n";
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (rank == 0) {
+        llvm::sys::fs::remove(buf[0]);
+        llvm::sys::fs::remove(buf[1]);
+      }
+      return ok ? 0 : 1;
+    }
+    if (err) {
+      llvm::errs() << "rank " << rank << ": " << llvm::toString(std::move(err))
+                   << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t i = 0; i < outE; ++i) {
+      float want = 0;
+      if (*coll == ir::Collective::AllGather)
+        want = inputValue(int(i / count), i % count);
+      else if (*coll == ir::Collective::ReduceScatter)
+        for (int q = 0; q < n; ++q)
+          want += inputValue(q, size_t(rank) * count + i);
+      else
+        for (int q = 0; q < n; ++q)
+          want += inputValue(q, i);
+      wrong += loadElement(recv, i, *dtype) != want;
+      ++checked;
+    }
+  }
+  long long totals[2] = {wrong, checked}, sums[2] = {0, 0};
+  MPI_Reduce(totals, sums, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    llvm::outs() << llvm::formatv(
+        "{0} ranks, {1}, chunks {2}, channels {3}, {4}, {5}: {6} wrong of {7} "
+        "elements checked\n",
+        n, a.collective, a.chunks, a.channels,
+        a.inplace ? "in-place" : "out-of-place", a.dtype, sums[0], sums[1]);
+    llvm::sys::fs::remove(path);
+  }
+  int bad = rank == 0 ? sums[0] != 0 : 0, anyBad = 0;
+  MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return anyBad ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rc = runMain(argc, argv);
+  MPI_Finalize();
+  return rc;
+}

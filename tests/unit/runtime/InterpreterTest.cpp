@@ -1,0 +1,213 @@
+//===- tests/unit/runtime/InterpreterTest.cpp -----------------------------===//
+//
+// The interpreter runs compiled ring plans on threads over LocalTransport:
+// every collective, in-place and out-of-place, 2 to 8 ranks, several chunk
+// and channel counts, counts that do not divide by the chunk count, three
+// dtypes, shuffled completion orders; and its errors (rank disagreement,
+// wrong job size, in-place pointer rule, timeout naming pending messages).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtil.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace topocc;
+using namespace topocc::runtime;
+using namespace topocc::runtime::test;
+
+namespace {
+
+struct Case {
+  ir::Collective coll;
+  int ranks, chunks, channels;
+  bool inplace;
+};
+
+std::string name(const Case &c) {
+  return llvm::formatv("{0} ranks={1} chunks={2} channels={3} {4}",
+                       ir::collectiveName(c.coll), c.ranks, c.chunks,
+                       c.channels, c.inplace ? "inplace" : "outofplace");
+}
+
+void checkCase(const Case &c, size_t count, DType t, uint64_t seed) {
+  SCOPED_TRACE(name(c) + llvm::formatv(" count={0} {1} seed={2}", count,
+                                       dtypeName(t), seed)
+                             .str());
+  auto plan = Plan::fromSchedule(
+      compileRing(c.coll, c.ranks, c.chunks, c.channels, c.inplace));
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  std::vector<std::vector<float>> out;
+  std::vector<std::string> errors = runAll(*plan, count, t, out, seed);
+  for (int r = 0; r < c.ranks; ++r) {
+    ASSERT_EQ(errors[r], "") << "rank " << r;
+    std::vector<float> want = reference(c.coll, c.ranks, r, count);
+    ASSERT_EQ(out[r].size(), want.size()) << "rank " << r;
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(out[r][i], want[i]) << "rank " << r << " element " << i;
+  }
+}
+
+TEST(Interpreter, RingPlansAllCollectivesAndModes) {
+  for (ir::Collective coll :
+       {ir::Collective::AllReduce, ir::Collective::AllGather,
+        ir::Collective::ReduceScatter})
+    for (int ranks : {2, 3, 4, 8})
+      for (bool inplace : {false, true})
+        for (auto [chunks, channels] : {std::pair{1, 1}, std::pair{2, 2}})
+          // 1001 = 7*11*13: no chunk count here divides it.
+          for (size_t count : {size_t(1), size_t(5), size_t(1001)})
+            checkCase({coll, ranks, chunks, channels, inplace}, count,
+                      DType::F32, /*seed=*/0);
+}
+
+TEST(Interpreter, ShuffledCompletionOrders) {
+  for (uint64_t seed = 1; seed <= 8; ++seed)
+    checkCase({ir::Collective::AllReduce, 4, 2, 2, false}, 333, DType::F32,
+              seed);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    checkCase({ir::Collective::AllGather, 3, 1, 2, true}, 17, DType::F32,
+              seed);
+    checkCase({ir::Collective::ReduceScatter, 5, 2, 1, false}, 19,
+              DType::F32, seed);
+  }
+}
+
+TEST(Interpreter, HalfAndBfloat16) {
+  for (DType t : {DType::F16, DType::BF16})
+    for (ir::Collective coll :
+         {ir::Collective::AllReduce, ir::Collective::AllGather,
+          ir::Collective::ReduceScatter})
+      checkCase({coll, 4, 2, 1, false}, 101, t, /*seed=*/3);
+}
+
+TEST(Interpreter, CountZeroAndCountBelowChunks) {
+  // 8 ranks x 2 chunks = 16 chunks per loop: counts 0 and 3 leave most
+  // chunks empty; messages of 0 bytes still pair up.
+  checkCase({ir::Collective::AllReduce, 8, 2, 1, false}, 0, DType::F32, 0);
+  checkCase({ir::Collective::AllReduce, 8, 2, 1, false}, 3, DType::F32, 0);
+  checkCase({ir::Collective::ReduceScatter, 4, 2, 1, true}, 1, DType::F32, 0);
+}
+
+TEST(Interpreter, BalancedChunkLayout) {
+  BufferLayout l;
+  l.count = 10;
+  l.chunksPerBlock = 4; // sizes 2, 3, 2, 3
+  l.outputBlocks = 2;
+  std::vector<size_t> offsets;
+  for (int c = 0; c <= 8; ++c)
+    offsets.push_back(l.chunkOffset(c));
+  EXPECT_EQ(offsets, (std::vector<size_t>{0, 2, 5, 7, 10, 12, 15, 17, 20}));
+  EXPECT_EQ(l.outputElements(), 20u);
+}
+
+std::vector<std::string> runWithCounts(const Plan &a, const Plan &b,
+                                       std::vector<size_t> counts) {
+  int n = a.schedule().numRanks;
+  LocalFabric fabric(n);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<float> send(counts[r] * n + 8), recv(counts[r] * n + 8);
+      LocalTransport tr(fabric, r);
+      const Plan &p = r == n - 1 ? b : a;
+      if (auto err = p.run(send.data(), recv.data(), counts[r], DType::F32,
+                           tr))
+        errors[r] = llvm::toString(std::move(err));
+    });
+  for (std::thread &th : threads)
+    th.join();
+  return errors;
+}
+
+TEST(Interpreter, RanksThatDisagreeOnTheCountFailAlike) {
+  auto plan = Plan::fromSchedule(compileRing(ir::Collective::AllReduce, 3));
+  ASSERT_TRUE(bool(plan));
+  std::vector<std::string> errors =
+      runWithCounts(*plan, *plan, {1000, 1000, 999});
+  std::string h = backends::formatHash(plan->hash());
+  std::string want =
+      "ranks disagree on the plan or the count (every rank must load the "
+      "same plan and pass the same count and dtype):\n"
+      "  rank 0: plan 'ring_allreduce' " + h + " for 3 ranks (out-of-place), "
+      "count 1000, fp32\n"
+      "  rank 1: plan 'ring_allreduce' " + h + " for 3 ranks (out-of-place), "
+      "count 1000, fp32\n"
+      "  rank 2: plan 'ring_allreduce' " + h + " for 3 ranks (out-of-place), "
+      "count 999, fp32  <- differs from rank 0 in count";
+  for (const std::string &e : errors)
+    EXPECT_EQ(e, want);
+}
+
+TEST(Interpreter, RanksThatLoadedDifferentPlansFailAlike) {
+  auto a = Plan::fromSchedule(compileRing(ir::Collective::AllReduce, 3));
+  auto b = Plan::fromSchedule(compileRing(ir::Collective::AllReduce, 3, 2));
+  ASSERT_TRUE(a && b);
+  std::vector<std::string> errors = runWithCounts(*a, *b, {64, 64, 64});
+  for (const std::string &e : errors) {
+    EXPECT_NE(e.find("<- differs from rank 0 in plan"), std::string::npos)
+        << e;
+    EXPECT_EQ(e, errors[0]);
+  }
+}
+
+TEST(Interpreter, JobSizeMustMatchThePlan) {
+  auto plan = Plan::fromSchedule(compileRing(ir::Collective::AllReduce, 4));
+  ASSERT_TRUE(bool(plan));
+  LocalFabric fabric(1);
+  LocalTransport tr(fabric, 0);
+  std::vector<float> buf(16);
+  llvm::Error err = plan->run(buf.data(), buf.data() + 8, 8, DType::F32, tr);
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "plan 'ring_allreduce' is for 4 ranks but the job has 1");
+}
+
+TEST(Interpreter, InPlacePlansCheckTheAliasing) {
+  auto plan = Plan::fromSchedule(
+      compileRing(ir::Collective::AllGather, 2, 1, 1, /*inplace=*/true));
+  ASSERT_TRUE(bool(plan));
+  LocalFabric fabric(2);
+  LocalTransport tr(fabric, 1);
+  std::vector<float> buf(64);
+  RunOptions opts;
+  opts.checkPeers = false;
+  llvm::Error err =
+      plan->run(buf.data(), buf.data(), 8, DType::F32, tr, opts);
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "plan 'ring_allgather' is in-place: it needs sendbuf == recvbuf "
+            "+ rank*count (elements)");
+}
+
+TEST(Interpreter, TimeoutNamesThePendingMessages) {
+  // Rank 2 never runs: ranks 0 and 1 give up after 0.2 s.
+  auto plan = Plan::fromSchedule(compileRing(ir::Collective::AllReduce, 3));
+  ASSERT_TRUE(bool(plan));
+  LocalFabric fabric(3);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<float> send(30), recv(30);
+      LocalTransport tr(fabric, r);
+      RunOptions opts;
+      opts.checkPeers = false;
+      opts.timeoutSeconds = 0.2;
+      if (auto err = plan->run(send.data(), recv.data(), 30, DType::F32, tr,
+                               opts))
+        errors[r] = llvm::toString(std::move(err));
+    });
+  for (std::thread &th : threads)
+    th.join();
+  // Rank 0 receives from rank 2 (its ring predecessor) first.
+  EXPECT_NE(errors[0].find("rank 0: plan 'ring_allreduce' made no progress "
+                           "for 0.2 s; waiting for:\n  message "),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[0].find(" from rank 2 (%"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("made no progress"), std::string::npos)
+      << errors[1];
+}
+
+} // namespace

@@ -1,0 +1,306 @@
+//===- tools/topocc/BoundCommand.cpp - `topocc bound` ---------------------===//
+//
+// `topocc bound TOPO.yaml [--size 1G] [--scenario NAME] [--capacity raw|
+// effective] [--format text|json]`: the exact cut bound of
+// compiler/analysis/Bound.h for allgather, reduce-scatter and allreduce: the
+// exact fraction lambda* (s/GB), the bound as time/algbw/busbw at a size, the
+// trees per root k and U, and the argmax cut (which GPUs and devices lie
+// inside, which links cross it). Schema: docs/Algorithms-trees.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/topocc/Driver.h"
+
+#include "compiler/analysis/Bound.h"
+#include "compiler/topology/Scenario.h"
+#include "compiler/topology/TopologyParser.h"
+#include "support/Diagnostics.h"
+
+#include "CLI/CLI.hpp"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <memory>
+
+namespace topocc::driver {
+
+namespace {
+
+struct BoundOptions {
+  std::string file;
+  std::string size = "1G";
+  std::string scenario;
+  std::string capacity = "raw";
+  std::string format = "text";
+};
+
+/// nccl-tests sizes: a positive number with an optional K/M/G suffix
+/// (powers of 1024), optionally followed by B.
+llvm::Expected<double> parseSize(llvm::StringRef text) {
+  llvm::StringRef s = text.trim();
+  if (s.endswith("B") || s.endswith("b"))
+    s = s.drop_back();
+  double mult = 1;
+  if (!s.empty()) {
+    char c = s.back();
+    if (c == 'K' || c == 'k')
+      mult = 1024.0;
+    else if (c == 'M' || c == 'm')
+      mult = 1024.0 * 1024;
+    else if (c == 'G' || c == 'g')
+      mult = 1024.0 * 1024 * 1024;
+    if (mult != 1)
+      s = s.drop_back();
+  }
+  double v;
+  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
+    return makeUserError("invalid --size '" + text +
+                         "' (expected a positive number with an optional "
+                         "K, M or G suffix, powers of 1024: 64M, 1G)");
+  return v * mult;
+}
+
+/// Shortest decimal text with at most 3 decimals ("300", "12.5").
+std::string plainNumber(double v) {
+  std::string s = llvm::formatv("{0:F3}", v).str();
+  while (!s.empty() && s.back() == '0')
+    s.pop_back();
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+
+std::string sizeText(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return plainNumber(b) + " " + units[u];
+}
+
+std::string timeText(double s) {
+  if (s < 1e-3)
+    return llvm::formatv("{0:F2} us", s * 1e6).str();
+  if (s < 1)
+    return llvm::formatv("{0:F3} ms", s * 1e3).str();
+  return llvm::formatv("{0:F3} s", s).str();
+}
+
+/// "0-6, 9, 12-13".
+std::string rankRanges(const std::vector<int> &ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    if (!out.empty())
+      out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i)
+      out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+double arcBytesPerSec(const analysis::BoundGraph &g, int arc) {
+  return static_cast<double>(g.arcs[arc].cap) *
+         static_cast<double>(g.quantumBytesPerSec);
+}
+
+std::string arcName(const topo::Topology &t, const analysis::BoundGraph &g,
+                    int arc) {
+  return t.device(g.arcs[arc].from).name + " -> " +
+         t.device(g.arcs[arc].to).name;
+}
+
+llvm::json::Object numbersJson(const analysis::BoundNumbers &n) {
+  return llvm::json::Object{
+      {"time_s", n.time}, {"algbw", n.algbw}, {"busbw", n.busbw}};
+}
+
+llvm::json::Object directionJson(const topo::Topology &t,
+                                 const analysis::BoundResult &b,
+                                 const analysis::DirectionalBound &d,
+                                 const analysis::BoundNumbers &n) {
+  const analysis::BoundGraph &g = b.graph;
+  llvm::json::Array ranks, devices, arcs;
+  for (int r : d.cut.ranks)
+    ranks.push_back(r);
+  for (int v : d.cut.vertices)
+    devices.push_back(t.device(v).name);
+  for (int a : d.cut.arcs)
+    arcs.push_back(llvm::json::Object{
+        {"from", t.device(g.arcs[a].from).name},
+        {"to", t.device(g.arcs[a].to).name},
+        {"bytes_per_s", arcBytesPerSec(g, a)}});
+  llvm::json::Object o = numbersJson(n);
+  o["lambda"] = d.lambda.str();
+  o["lambda_s_per_gb"] = d.lambda.value();
+  o["iterations"] = d.iterations;
+  o["max_flows"] = d.maxFlows;
+  o["k"] = d.k;
+  o["u"] = d.u.str();
+  o["cut"] = llvm::json::Object{
+      {"ranks", std::move(ranks)},
+      {"devices", std::move(devices)},
+      {"capacity_bytes_per_s", static_cast<double>(d.cut.capacity) *
+                                   static_cast<double>(g.quantumBytesPerSec)},
+      {"arcs", std::move(arcs)}};
+  return o;
+}
+
+void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
+                    const analysis::BoundResult &b, llvm::StringRef name,
+                    const analysis::DirectionalBound &d,
+                    const analysis::BoundNumbers &n, bool entering) {
+  const analysis::BoundGraph &g = b.graph;
+  os << llvm::formatv("{0}: lambda* = {1} s/GB ({2} iteration{3}, {4} "
+                      "max-flows)\n",
+                      name, d.lambda.str(), d.iterations,
+                      d.iterations == 1 ? "" : "s", d.maxFlows);
+  os << "  bound: time " << timeText(n.time)
+     << llvm::formatv("  algbw {0:F2} GB/s  busbw {1:F2} GB/s\n",
+                      n.algbw / 1e9, n.busbw / 1e9);
+  os << llvm::formatv("  trees: k = {0} per root, U = {1} s/GB\n", d.k,
+                      d.u.str());
+  std::vector<std::string> others;
+  for (int v : d.cut.vertices)
+    if (t.device(v).kind != topo::DeviceKind::Gpu)
+      others.push_back(t.device(v).name);
+  os << llvm::formatv("  argmax cut: {0} of {1} GPUs inside (ranks {2})",
+                      d.cut.ranks.size(), b.numRanks(),
+                      rankRanges(d.cut.ranks));
+  if (!others.empty()) {
+    os << " and " << others.size()
+       << (others.size() == 1 ? " other device" : " other devices");
+    if (others.size() <= 4) {
+      os << " (";
+      for (size_t i = 0; i < others.size(); ++i)
+        os << (i ? ", " : "") << others[i];
+      os << ")";
+    }
+  }
+  os << '\n';
+  os << llvm::formatv("  {0} link direction{1} {2} it, {3} GB/s in all:\n",
+                      d.cut.arcs.size(), d.cut.arcs.size() == 1 ? "" : "s",
+                      entering ? "enter" : "leave",
+                      plainNumber(static_cast<double>(d.cut.capacity) *
+                                  static_cast<double>(g.quantumBytesPerSec) /
+                                  1e9));
+  const size_t kShown = 16;
+  for (size_t i = 0; i < d.cut.arcs.size() && i < kShown; ++i)
+    os << "    " << arcName(t, g, d.cut.arcs[i]) << "  "
+       << plainNumber(arcBytesPerSec(g, d.cut.arcs[i]) / 1e9) << " GB/s\n";
+  if (d.cut.arcs.size() > kShown)
+    os << "    ... and " << d.cut.arcs.size() - kShown << " more\n";
+}
+
+llvm::Error runBound(const BoundOptions &opts) {
+  if (auto err = checkFormat(opts.format))
+    return err;
+  analysis::CapacityKind kind;
+  if (opts.capacity == "raw")
+    kind = analysis::CapacityKind::Raw;
+  else if (opts.capacity == "effective")
+    kind = analysis::CapacityKind::Effective;
+  else
+    return makeUserError("unknown --capacity '" + opts.capacity +
+                         "' (expected raw or effective)");
+  auto bytes = parseSize(opts.size);
+  if (!bytes)
+    return bytes.takeError();
+  auto topo = topo::loadTopologyFile(opts.file);
+  if (!topo)
+    return topo.takeError();
+  if (!opts.scenario.empty())
+    if (auto err = topo::applyScenario(*topo, opts.scenario))
+      return err;
+  const topo::Topology &t = *topo;
+  auto bound = analysis::computeBound(t, kind);
+  if (!bound)
+    return bound.takeError();
+  const analysis::BoundResult &b = *bound;
+  analysis::BoundNumbers ag =
+      analysis::boundNumbers(b, ir::Collective::AllGather, *bytes);
+  analysis::BoundNumbers rs =
+      analysis::boundNumbers(b, ir::Collective::ReduceScatter, *bytes);
+  analysis::BoundNumbers ar =
+      analysis::boundNumbers(b, ir::Collective::AllReduce, *bytes);
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (opts.format == "json") {
+    llvm::json::Object arj = numbersJson(ar);
+    arj["lambda"] = b.allreduceLambda.str();
+    arj["lambda_s_per_gb"] = b.allreduceLambda.value();
+    llvm::json::Object root{
+        {"format", "topocc-bound/v1"},
+        {"topology", t.name()},
+        {"scenario", opts.scenario},
+        {"capacity", opts.capacity},
+        {"ranks", b.numRanks()},
+        {"bytes", *bytes},
+        {"quantum_bytes_per_s", b.graph.quantumBytesPerSec},
+        {"allgather", directionJson(t, b, b.allgather, ag)},
+        {"reducescatter", directionJson(t, b, b.reduceScatter, rs)},
+        {"allreduce", std::move(arj)}};
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+  } else {
+    os << "topology " << t.name();
+    if (!opts.scenario.empty())
+      os << " (scenario " << opts.scenario << ")";
+    os << llvm::formatv(
+        ": {0} GPUs, {1} vertices, {2} arcs; {3} capacities in units of {4} "
+        "GB/s\n",
+        b.numRanks(), b.graph.numVertices, b.graph.arcs.size(), opts.capacity,
+        plainNumber(static_cast<double>(b.graph.quantumBytesPerSec) / 1e9));
+    os << llvm::formatv("size {0} ({1} B): AG output, RS input, AR buffer\n",
+                        sizeText(*bytes), static_cast<int64_t>(*bytes));
+    printDirection(os, t, b, "allgather", b.allgather, ag, false);
+    printDirection(os, t, b, "reducescatter", b.reduceScatter, rs, true);
+    os << llvm::formatv("allreduce: lambda* = {0} s/GB (reduce-scatter + "
+                        "allgather)\n",
+                        b.allreduceLambda.str());
+    os << "  bound: time " << timeText(ar.time)
+       << llvm::formatv("  algbw {0:F2} GB/s  busbw {1:F2} GB/s\n",
+                        ar.algbw / 1e9, ar.busbw / 1e9);
+  }
+  os.flush();
+  return writeOutputFile("-", out);
+}
+
+void registerBoundCommand(CLI::App &app) {
+  auto opts = std::make_shared<BoundOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "bound", "Exact throughput bound (cut bound, ForestColl) of allgather, "
+               "reduce-scatter and allreduce");
+  cmd->add_option("topology", opts->file, "Topology YAML file")->required();
+  cmd->add_option("--size", opts->size,
+                  "Message size M (K/M/G are powers of 1024)")
+      ->capture_default_str();
+  cmd->add_option("--scenario", opts->scenario,
+                  "Apply this named scenario first");
+  cmd->add_option("--capacity", opts->capacity,
+                  "Link capacities: raw (line rate) or effective (x "
+                  "efficiency)")
+      ->capture_default_str();
+  cmd->add_option("--format", opts->format, "Output format: text or json")
+      ->capture_default_str();
+  cmd->callback([opts] {
+    if (auto err = runBound(*opts))
+      commandExitCode() = reportError(std::move(err));
+    else
+      commandExitCode() = kExitOk;
+  });
+}
+
+static CommandRegistration reg("bound", registerBoundCommand);
+
+} // namespace
+
+} // namespace topocc::driver
