@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace topocc::backends {
@@ -93,7 +94,10 @@ uint64_t planContentHash(const ir::Schedule &s) {
 }
 
 std::string formatHash(uint64_t v) {
-  return llvm::formatv("{0:x-16}", v).str();
+  char text[19];
+  std::snprintf(text, sizeof(text), "0x%016llx",
+                static_cast<unsigned long long>(v));
+  return text;
 }
 
 //===-- writer ------------------------------------------------------------===//
@@ -518,11 +522,6 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
   const json::Object *top = rd.object(&*root, "$");
   if (!top)
     return rd.takeError();
-  rd.noUnknownKeys(*top, "$",
-                   {"format", "version", "generator", "topology", "algorithm",
-                    "name", "collective", "inplace", "root", "dtypes", "redop",
-                    "chunking", "stage", "ranks", "chunksPerLoop", "channels",
-                    "messages", "contentHash", "programs"});
   // The format and version decide how to read the rest: stop early on them.
   auto format = rd.string(*top, "$", "format");
   if (format && *format != "topocc-plan")
@@ -535,6 +534,11 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
                              *v, kPlanFormatVersion));
   if (!rd.ok())
     return rd.takeError();
+  rd.noUnknownKeys(*top, "$",
+                   {"format", "version", "generator", "topology", "algorithm",
+                    "name", "collective", "inplace", "root", "dtypes", "redop",
+                    "chunking", "stage", "ranks", "chunksPerLoop", "channels",
+                    "messages", "contentHash", "programs"});
 
   if (auto g = rd.string(*top, "$", "generator"))
     plan.meta.generator = g->str();

@@ -176,8 +176,8 @@ llvm::Expected<Lowered> lowerRingAlgorithm(const topo::Topology *t,
                                            const CompileRequest &req) {
   Lowered out;
   passes::RingOptions ring{req.collective, numRanks,      req.channels,
-                           req.chunks,     req.ringOrder, {},
-                           {},             req.inplace,   req.name};
+                           req.chunks,     req.ringOrder, req.inplace,
+                           req.name};
   const bool search = t && req.ringOrder.empty() && !req.rankOrder;
   if (!search && req.channels == 0)
     return makeUserError(
@@ -224,8 +224,8 @@ llvm::Expected<Lowered> lowerRingAlgorithm(const topo::Topology *t,
   return out;
 }
 
-/// Intra-node ring order (local indices) of the hierarchical ring: node 0's
-/// segment of the ring search's first node-major ring, else 0..G-1.
+/// Intra-node ring order (local indices) of the hierarchical ring: the best
+/// single ring over node 0's GPUs, else 0..G-1.
 std::vector<int32_t> hierLocalOrder(const topo::Topology &t,
                                     const std::vector<ir::RankId> &node0,
                                     ir::Collective c, double bytes) {
@@ -235,13 +235,15 @@ std::vector<int32_t> hierLocalOrder(const topo::Topology &t,
   so.bytes = bytes;
   so.channels = 1;
   analysis::LinkModel m(t);
-  auto found = algorithms::searchRings(t, m, so);
-  if (!found) {
-    llvm::consumeError(found.takeError());
-  } else {
-    for (int r : found->rings[0].order)
-      if (auto it = llvm::find(node0, r); it != node0.end())
-        order.push_back(static_cast<int32_t>(it - node0.begin()));
+  std::vector<int> ranks(node0.begin(), node0.end());
+  if (ranks.size() >= 2) {
+    auto found = algorithms::searchGroupRing(t, m, ranks, so);
+    if (!found)
+      llvm::consumeError(found.takeError());
+    else
+      for (int r : found->order)
+        if (auto it = llvm::find(node0, r); it != node0.end())
+          order.push_back(static_cast<int32_t>(it - node0.begin()));
   }
   if (order.size() != node0.size()) {
     order.clear();

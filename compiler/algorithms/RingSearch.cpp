@@ -23,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace topocc::algorithms {
 
@@ -345,30 +346,40 @@ struct Searcher {
   uint64_t evaluated = 0;
   bool exact = true;
 
-  /// Best cycle over all ranks on capacities `cap` (free routing).
+  /// Ranks the flat search orders (all ranks unless set to one node's).
+  std::vector<int> group{};
+
+  /// Best cycle over `group` (all ranks when empty) on capacities `cap`
+  /// (free routing); the order is in ranks.
   RingChannel flatRing(const std::vector<double> &cap, double share,
                        bool &usedExact) {
-    std::vector<const PathFlow *> flows(static_cast<size_t>(n) * n);
-    for (int a = 0; a < n; ++a)
-      for (int b = 0; b < n; ++b)
-        flows[a * n + b] = a == b ? &m.rankFlow(a, a) : &m.rankFlow(a, b);
+    std::vector<int> ranks = group;
+    if (ranks.empty())
+      for (int r = 0; r < n; ++r)
+        ranks.push_back(r);
+    const int k = static_cast<int>(ranks.size());
+    std::vector<const PathFlow *> flows(static_cast<size_t>(k) * k);
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b)
+        flows[a * k + b] = &m.rankFlow(ranks[a], ranks[b]);
     double msg = share * opts.bytes / n;
-    GroupSearch g(flows, n, cap, steps * msg, msg, steps, 0, -1, nullptr);
+    GroupSearch g(flows, k, cap, steps * msg, msg, steps, 0, -1, nullptr);
     std::vector<int> order;
-    usedExact = n <= opts.exactLimit;
+    usedExact = k <= opts.exactLimit;
     if (usedExact) {
       bool complete = true;
       order = g.exact(opts.maxNodes, complete);
       if (!complete)
         exact = false;
     } else {
-      std::vector<int> ident(n);
+      std::vector<int> ident(k);
       std::iota(ident.begin(), ident.end(), 0);
       order = g.heuristic({ident});
     }
     evaluated += g.evaluated;
     RingChannel rc;
-    rc.order = order;
+    for (int i : order)
+      rc.order.push_back(ranks[i]);
     rc.share = share;
     return rc;
   }
@@ -593,7 +604,119 @@ struct Searcher {
       rates.push_back(ringRate(ringLoads(rc, m), cap));
     setShares(rings, rates);
     method = allExact ? "node-major exact" : "node-major heuristic";
+    // Seeded alternative: the node's own multi-ring solution, each ring cut
+    // open next to its channel's NIC. Kept when the cost model prefers it.
+    bool identical = true;
+    for (size_t a = 1; a < nodes.size(); ++a)
+      identical = identical && nodes[a].sameAs == 0;
+    if (identical && nodes[0].gpuRanks.size() >= 2) {
+      auto tg = timeOf(rings);
+      if (!tg) {
+        llvm::consumeError(tg.takeError());
+        return rings;
+      }
+      double bestT = *tg;
+      for (bool equalShares : {false, true}) {
+        std::vector<RingChannel> seeded =
+            seededNodeMajor(nodes, channels, rails, cap, equalShares);
+        if (seeded.empty())
+          break;
+        auto ts = timeOf(seeded);
+        if (!ts) {
+          llvm::consumeError(ts.takeError());
+          continue;
+        }
+        if (*ts < bestT * (1 - kRel)) {
+          bestT = *ts;
+          rings = std::move(seeded);
+          method = "node-major seeded";
+        }
+      }
+    }
     return rings;
+  }
+
+  /// Node-major rings from node 0's single-node multi-ring solution: channel
+  /// c follows local ring c mod m (m rings) through every node, leaving
+  /// and entering each node through rail c mod `rails`'s NIC, cut open at
+  /// the hop that minimises the cost model's time of channels 0..c (greedy,
+  /// k cuts per channel). Shares: the local rings' shares split over the
+  /// channels that use them, or equal. REQUIRES: identical nodes.
+  std::vector<RingChannel> seededNodeMajor(const std::vector<NodeInfo> &nodes,
+                                           int channels, size_t rails,
+                                           const std::vector<double> &cap,
+                                           bool equalShares) {
+    const NodeInfo &n0 = nodes[0];
+    const int k = static_cast<int>(n0.gpuRanks.size());
+    group = n0.gpuRanks;
+    bool ex = false;
+    RingChannel first = flatRing(cap, 1.0, ex);
+    std::vector<RingChannel> local;
+    if (!first.order.empty())
+      local = packFlat(first, std::min(opts.maxChannels, channels));
+    group.clear();
+    if (local.empty())
+      return {};
+    std::map<int, int> localOf;
+    for (int g = 0; g < k; ++g)
+      localOf[n0.gpuRanks[g]] = g;
+    std::vector<int> uses(local.size(), 0);
+    for (int c = 0; c < channels; ++c)
+      ++uses[c % local.size()];
+    std::vector<RingChannel> out;
+    double total = 0;
+    for (int c = 0; c < channels; ++c) {
+      const RingChannel &lr = local[c % local.size()];
+      const size_t rail = static_cast<size_t>(c) % rails;
+      const int nic = n0.nics[rail];
+      // Cut after position `cut` (exit lr.order[cut], entry the next one):
+      // the cut that minimises the cost of the channels so far with this one.
+      auto channelFor = [&](int cut) {
+        RingChannel rc;
+        std::vector<size_t> exitPos;
+        for (const NodeInfo &node : nodes) {
+          for (int i = 1; i <= k; ++i)
+            rc.order.push_back(node.gpuRanks[localOf[lr.order[(cut + i) % k]]]);
+          exitPos.push_back(rc.order.size() - 1);
+        }
+        rc.nics.assign(n, NicPair{});
+        for (size_t ni = 0; ni < nodes.size(); ++ni)
+          rc.nics[exitPos[ni]] =
+              NicPair{nodes[ni].nics[rail],
+                      nodes[(ni + 1) % nodes.size()].nics[rail]};
+        rc.share = equalShares ? 1.0 : lr.share / uses[c % local.size()];
+        return rc;
+      };
+      std::optional<RingChannel> best;
+      double bestT = kInf;
+      for (int cut = 0; cut < k; ++cut) {
+        PathFlow out1 = m.deviceFlow(t.rankDevice(lr.order[cut]), nic);
+        PathFlow in1 = m.deviceFlow(nic, t.rankDevice(lr.order[(cut + 1) % k]));
+        if (!out1.found || !in1.found)
+          continue;
+        out.push_back(channelFor(cut));
+        auto tc = analysis::estimateRings(out, opts.collective, opts.bytes, m);
+        ++evaluated;
+        RingChannel cand = std::move(out.back());
+        out.pop_back();
+        if (!tc) {
+          llvm::consumeError(tc.takeError());
+          continue;
+        }
+        if (tc->time < bestT * (1 - kRel)) {
+          bestT = tc->time;
+          best = std::move(cand);
+        }
+      }
+      if (!best)
+        return {};
+      RingChannel rc = std::move(*best);
+      total += rc.share;
+      out.push_back(std::move(rc));
+    }
+    for (RingChannel &rc : out)
+      rc.share /= total;
+    return out;
   }
 };
 
@@ -603,6 +726,27 @@ RingChannel rankOrderRing(const topo::Topology &t) {
   RingChannel rc;
   rc.order.resize(t.numRanks());
   std::iota(rc.order.begin(), rc.order.end(), 0);
+  return rc;
+}
+
+llvm::Expected<RingChannel> searchGroupRing(const topo::Topology &t,
+                                            LinkModel &m,
+                                            const std::vector<int> &ranks,
+                                            const RingSearchOptions &opts) {
+  if (ranks.size() < 2)
+    return makeUserError("a ring needs at least 2 ranks");
+  Searcher s{t, m, opts, t.numRanks(),
+             analysis::ringSteps(opts.collective, t.numRanks())};
+  s.group = ranks;
+  std::vector<double> cap(m.numResources());
+  for (int r = 0; r < m.numResources(); ++r)
+    cap[r] = m.capacity(r);
+  bool usedExact = false;
+  RingChannel rc = s.flatRing(cap, 1.0, usedExact);
+  if (rc.order.empty())
+    return makeUserError(llvm::formatv(
+        "no ring over the {0} given ranks has a route for every hop",
+        ranks.size()));
   return rc;
 }
 

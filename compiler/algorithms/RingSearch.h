@@ -50,6 +50,13 @@ llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
                                              analysis::LinkModel &m,
                                              const RingSearchOptions &opts);
 
+/// The best single cycle over `ranks` alone (e.g. one node's GPUs) with free
+/// routing, in ranks; exact up to opts.exactLimit ranks, heuristic beyond.
+/// User error when fewer than 2 ranks or no cycle routes.
+llvm::Expected<analysis::RingChannel>
+searchGroupRing(const topo::Topology &t, analysis::LinkModel &m,
+                const std::vector<int> &ranks, const RingSearchOptions &opts);
+
 /// The ring 0, 1, ..., n-1 with free routing and share 1.
 analysis::RingChannel rankOrderRing(const topo::Topology &t);
 

@@ -75,65 +75,6 @@ using FlowGraph = boost::adjacency_list<boost::vecS, boost::vecS,
                                         boost::directedS, boost::no_property,
                                         FlowEdgeProps>;
 
-/// One graph, many max-flows: arcs are never removed, only their capacities
-/// change (every algorithm resets residuals on entry). Every arc has a
-/// zero-capacity reverse twin.
-class FlowNet {
-public:
-  explicit FlowNet(int numVertices)
-      : g(numVertices), color(numVertices), dist(numVertices),
-        pred(numVertices) {}
-
-  /// Adds arc u -> v with capacity 0; returns its index.
-  int addArc(int u, int v) {
-    FlowEdge e = boost::add_edge(u, v, g).first;
-    FlowEdge r = boost::add_edge(v, u, g).first;
-    g[e].rev = r;
-    g[r].rev = e;
-    arcs.push_back(e);
-    return static_cast<int>(arcs.size()) - 1;
-  }
-  void setCap(int arc, int64_t c) { g[arcs[arc]].cap = c; }
-
-  /// Max-flow value from s to t; afterwards sourceSide() is the source side
-  /// of a min cut: the vertices reachable from s in the residual graph.
-  /// (BK's colour map is not used for that: its source tree can stop short
-  /// of the full residual-reachable set.)
-  int64_t maxFlow(int s, int t) {
-    auto index = boost::get(boost::vertex_index, g);
-    int64_t f = boost::boykov_kolmogorov_max_flow(
-        g, boost::get(&FlowEdgeProps::cap, g),
-        boost::get(&FlowEdgeProps::res, g), boost::get(&FlowEdgeProps::rev, g),
-        boost::make_iterator_property_map(pred.begin(), index),
-        boost::make_iterator_property_map(color.begin(), index),
-        boost::make_iterator_property_map(dist.begin(), index), index, s, t);
-    reach.assign(boost::num_vertices(g), 0);
-    std::vector<int> stack{s};
-    reach[s] = 1;
-    while (!stack.empty()) {
-      int u = stack.back();
-      stack.pop_back();
-      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
-        int w = static_cast<int>(boost::target(*e, g));
-        if (!reach[w] && g[*e].res > 0) {
-          reach[w] = 1;
-          stack.push_back(w);
-        }
-      }
-    }
-    return f;
-  }
-  bool sourceSide(int v) const { return reach[v] != 0; }
-
-private:
-  FlowGraph g;
-  std::vector<FlowEdge> arcs;
-  std::vector<boost::default_color_type> color;
-  std::vector<long> dist;
-  std::vector<FlowEdge> pred;
-  std::vector<char> reach;
-};
-
 /// Arc endpoints in the orientation of the bound (reversed for RS).
 std::pair<int, int> ends(const BoundGraph::Arc &a, bool reversed) {
   return reversed ? std::make_pair(a.to, a.from)
@@ -181,6 +122,89 @@ llvm::Error finish(const BoundGraph &g, DirectionalBound &b) {
 }
 
 } // namespace
+
+//===--- MaxFlowNetwork ---------------------------------------------------===//
+
+struct MaxFlowNetwork::Impl {
+  explicit Impl(int n) : g(n), color(n), dist(n), pred(n), reach(n, 0) {}
+  FlowGraph g;
+  std::vector<FlowEdge> arcs;
+  std::vector<boost::default_color_type> color;
+  std::vector<long> dist;
+  std::vector<FlowEdge> pred;
+  std::vector<char> reach;
+};
+
+MaxFlowNetwork::MaxFlowNetwork(int numVertices)
+    : impl(std::make_unique<Impl>(numVertices)) {}
+MaxFlowNetwork::~MaxFlowNetwork() = default;
+MaxFlowNetwork::MaxFlowNetwork(MaxFlowNetwork &&) noexcept = default;
+MaxFlowNetwork &MaxFlowNetwork::operator=(MaxFlowNetwork &&) noexcept = default;
+
+int MaxFlowNetwork::numVertices() const {
+  return static_cast<int>(boost::num_vertices(impl->g));
+}
+
+int MaxFlowNetwork::addVertex() {
+  int v = static_cast<int>(boost::add_vertex(impl->g));
+  impl->color.emplace_back();
+  impl->dist.push_back(0);
+  impl->pred.emplace_back();
+  impl->reach.push_back(0);
+  return v;
+}
+
+int MaxFlowNetwork::addArc(int from, int to, int64_t cap) {
+  FlowGraph &g = impl->g;
+  FlowEdge e = boost::add_edge(from, to, g).first;
+  FlowEdge r = boost::add_edge(to, from, g).first;
+  g[e].rev = r;
+  g[r].rev = e;
+  g[e].cap = cap;
+  impl->arcs.push_back(e);
+  return static_cast<int>(impl->arcs.size()) - 1;
+}
+
+void MaxFlowNetwork::setCapacity(int arc, int64_t cap) {
+  impl->g[impl->arcs[arc]].cap = cap;
+}
+
+int64_t MaxFlowNetwork::capacity(int arc) const {
+  return impl->g[impl->arcs[arc]].cap;
+}
+
+// The min-cut side is a BFS over residual arcs, not BK's colour map: on
+// random graphs BK's source tree (black) was observed to differ from the
+// residual-reachable set, giving a cut whose capacity is not the flow value.
+int64_t MaxFlowNetwork::maxFlow(int s, int t) {
+  FlowGraph &g = impl->g;
+  auto index = boost::get(boost::vertex_index, g);
+  int64_t f = boost::boykov_kolmogorov_max_flow(
+      g, boost::get(&FlowEdgeProps::cap, g),
+      boost::get(&FlowEdgeProps::res, g), boost::get(&FlowEdgeProps::rev, g),
+      boost::make_iterator_property_map(impl->pred.begin(), index),
+      boost::make_iterator_property_map(impl->color.begin(), index),
+      boost::make_iterator_property_map(impl->dist.begin(), index), index, s,
+      t);
+  std::vector<char> &reach = impl->reach;
+  reach.assign(boost::num_vertices(g), 0);
+  std::vector<int> stack{s};
+  reach[s] = 1;
+  while (!stack.empty()) {
+    int u = stack.back();
+    stack.pop_back();
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      int w = static_cast<int>(boost::target(*e, g));
+      if (!reach[w] && g[*e].res > 0) {
+        reach[w] = 1;
+        stack.push_back(w);
+      }
+    }
+  }
+  return f;
+}
+
+bool MaxFlowNetwork::sourceSide(int v) const { return impl->reach[v] != 0; }
 
 Fraction Fraction::make(int64_t num, int64_t den) {
   assert(den > 0 && "Fraction::make: den must be positive");
@@ -309,7 +333,7 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
   for (int v : g.compute)
     isCompute[v] = 1;
 
-  FlowNet net(g.numVertices + 1);
+  MaxFlowNetwork net(g.numVertices + 1);
   for (const BoundGraph::Arc &a : g.arcs) {
     auto [u, w] = ends(a, reversed);
     net.addArc(u, w);
@@ -343,10 +367,10 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
       if (__builtin_mul_overflow(p, g.arcs[i].cap, &c))
         return makeUserError("the bound's max-flow capacities overflow 64 "
                              "bits");
-      net.setCap(static_cast<int>(i), c);
+      net.setCapacity(static_cast<int>(i), c);
     }
     for (int r = 0; r < n; ++r)
-      net.setCap(firstSource + r, q);
+      net.setCapacity(firstSource + r, q);
     Wide best = 0;
     std::vector<char> bestS;
     for (int r = 0; r < n; ++r) {

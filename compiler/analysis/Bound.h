@@ -29,6 +29,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,35 @@ struct Fraction {
   friend bool operator==(const Fraction &a, const Fraction &b) {
     return a.num == b.num && a.den == b.den;
   }
+};
+
+/// An integer max-flow network (Boost.Graph Boykov-Kolmogorov inside
+/// Bound.cpp), for many flows on one graph: arcs are never removed, only
+/// their capacities change (0 disables an arc). Used by the bound, switch
+/// splitting and tree packing.
+class MaxFlowNetwork {
+public:
+  explicit MaxFlowNetwork(int numVertices);
+  ~MaxFlowNetwork();
+  MaxFlowNetwork(MaxFlowNetwork &&) noexcept;
+  MaxFlowNetwork &operator=(MaxFlowNetwork &&) noexcept;
+
+  int numVertices() const;
+  /// Adds a vertex; returns its id.
+  int addVertex();
+  /// Adds arc from -> to (with a zero-capacity reverse twin); returns its id.
+  int addArc(int from, int to, int64_t cap = 0);
+  void setCapacity(int arc, int64_t cap);
+  int64_t capacity(int arc) const;
+  /// Max-flow value from s to t (s != t).
+  int64_t maxFlow(int s, int t);
+  /// After maxFlow: true when v is residual-reachable from s (the source
+  /// side of the minimum cut closest to s).
+  bool sourceSide(int v) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
 };
 
 /// The integer digraph the bound works on.

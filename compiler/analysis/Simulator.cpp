@@ -274,6 +274,7 @@ llvm::Error Sim::build() {
     }
   }
   std::vector<ir::MsgEnds> ends = ir::indexMessages(s);
+  stageBegin.assign(1, 0);
   msgs.resize(ends.size());
   for (size_t id = 0; id < ends.size(); ++id) {
     const ir::MsgEnds &e = ends[id];

@@ -29,14 +29,14 @@ struct RingOptions {
   /// Ring order, a permutation of 0..numRanks-1; empty means 0, 1, ...
   /// Used by every channel unless channelOrders is given.
   std::vector<ir::RankId> ringOrder;
+  bool inplace = false;
+  std::string name; ///< schedule name; a default is derived when empty
   /// Per-channel ring orders: empty, or exactly `channels` permutations.
-  std::vector<std::vector<ir::RankId>> channelOrders;
+  std::vector<std::vector<ir::RankId>> channelOrders = {};
   /// Per-channel data shares as chunk counts (units per rank on that
   /// channel): empty (every channel gets `chunks`), or exactly `channels`
   /// counts >= 1. Channel c carries channelChunks[c] / sum of the data.
-  std::vector<int32_t> channelChunks;
-  bool inplace = false;
-  std::string name; ///< schedule name; a default is derived when empty
+  std::vector<int32_t> channelChunks = {};
 };
 
 /// REQUIRES: nothing; invalid options (bad ring order, unsupported

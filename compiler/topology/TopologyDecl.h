@@ -11,6 +11,7 @@
 
 #include "compiler/topology/NamePattern.h"
 #include "compiler/topology/Topology.h"
+#include "compiler/topology/TopologyParser.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -117,9 +118,11 @@ public:
       : sink(sink), topo(topo), file(std::move(file)), templates(templates),
         templateOrder(templateOrder), nodeDecls(nodeDecls), fabric(fabric) {}
 
-  /// False (with errors) when the topology would exceed kMaxDevices or
-  /// kMaxLinks; nothing is expanded to find out.
+  /// False (with errors) when the topology would exceed maxDevices or
+  /// maxLinks; nothing is expanded to find out.
   bool checkSizes();
+  uint64_t maxDevices = kMaxDevices;
+  uint64_t maxLinks = kMaxLinks;
   /// Expands every template (used or not), the nodes and the fabric.
   /// REQUIRES: checkSizes() returned true.
   void expandAll();

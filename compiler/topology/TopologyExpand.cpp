@@ -55,13 +55,13 @@ bool Expander::checkSizes() {
   for (const std::string &name : templateOrder) {
     Body &b = *templates[name];
     countBody(b);
-    if (b.deviceCount > kMaxDevices) {
+    if (b.deviceCount > maxDevices) {
       error(b.loc, limitMsg("template '" + name + "'", b.deviceCount,
-                            "devices", kMaxDevices));
+                            "devices", maxDevices));
       ok = false;
-    } else if (b.linkCount > kMaxLinks) {
+    } else if (b.linkCount > maxLinks) {
       error(b.loc, limitMsg("template '" + name + "'", b.linkCount, "links",
-                            kMaxLinks));
+                            maxLinks));
       ok = false;
     }
   }
@@ -82,7 +82,7 @@ bool Expander::checkSizes() {
     }
     uint64_t d = saturatingMul(count, perDev), l = saturatingMul(count, perLink);
     // Names alone count too: a node without devices is still expanded.
-    d = saturatingAdd(d, count > kMaxDevices ? count : 0);
+    d = saturatingAdd(d, count > maxDevices ? count : 0);
     devices = saturatingAdd(devices, d);
     links = saturatingAdd(links, l);
     if (d > biggestDev)
@@ -101,13 +101,13 @@ bool Expander::checkSizes() {
       if (l->binding.count() > biggestLink)
         biggestLink = l->binding.count(), biggestLinkLoc = l->loc;
   }
-  if (devices > kMaxDevices) {
+  if (devices > maxDevices) {
     error(biggestDevLoc,
-          limitMsg("topology", devices, "devices", kMaxDevices));
+          limitMsg("topology", devices, "devices", maxDevices));
     ok = false;
   }
-  if (links > kMaxLinks) {
-    error(biggestLinkLoc, limitMsg("topology", links, "links", kMaxLinks));
+  if (links > maxLinks) {
+    error(biggestLinkLoc, limitMsg("topology", links, "links", maxLinks));
     ok = false;
   }
   return ok;

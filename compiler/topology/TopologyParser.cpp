@@ -41,6 +41,7 @@ using Entries = std::vector<Entry>;
 
 class Parser : public ErrorSink {
 public:
+  ParseLimits limits;
   Parser(llvm::StringRef text, llvm::StringRef fileName)
       : file(fileName.str()),
         source(std::make_shared<std::string>(text.str())) {
@@ -1050,6 +1051,8 @@ llvm::Expected<Topology> Parser::run() {
 
   Expander expander(*this, topo, file, templates, templateOrder, nodeDecls,
                     fabric);
+  expander.maxDevices = limits.maxDevices;
+  expander.maxLinks = limits.maxLinks;
   if (!expander.checkSizes())
     return diags.takeError();
   expander.expandAll();
@@ -1075,8 +1078,15 @@ llvm::Expected<Topology> Parser::run() {
 
 llvm::Expected<Topology> parseTopology(llvm::StringRef text,
                                        llvm::StringRef fileName) {
+  return parseTopology(text, fileName, ParseLimits());
+}
+
+llvm::Expected<Topology> parseTopology(llvm::StringRef text,
+                                       llvm::StringRef fileName,
+                                       const ParseLimits &limits) {
   try {
     Parser p(text, fileName);
+    p.limits = limits;
     return p.run();
   } catch (const YAML::Exception &e) {
     SourceLoc l{fileName.str(),

@@ -22,9 +22,19 @@ constexpr uint64_t kMaxLinks = 1000000;
 /// The schema string this parser reads.
 constexpr llvm::StringLiteral kSchemaV1 = "topocc/v1";
 
+/// Expansion limits (tools that must bound their work, such as the fuzzer,
+/// lower them).
+struct ParseLimits {
+  uint64_t maxDevices = kMaxDevices;
+  uint64_t maxLinks = kMaxLinks;
+};
+
 /// Parses a topology file's text; `fileName` is used in diagnostics.
 llvm::Expected<Topology> parseTopology(llvm::StringRef text,
                                        llvm::StringRef fileName);
+llvm::Expected<Topology> parseTopology(llvm::StringRef text,
+                                       llvm::StringRef fileName,
+                                       const ParseLimits &limits);
 
 /// Reads and parses `path`; a missing or unreadable file is a user error.
 llvm::Expected<Topology> loadTopologyFile(llvm::StringRef path);

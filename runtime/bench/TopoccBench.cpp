@@ -3,7 +3,7 @@
 // An nccl-tests style benchmark of a topocc plan over MPI, with MPI's own
 // collective as the baseline in the same run:
 //
-//   topocc-mpirun -np 8 topocc-bench --plan P.json -b 1K -e 256M -f 2 \
+//   topocc-mpirun -np 8 topocc-bench --plan P.json -b 1K -e 256M -f 2
 //       -n 20 -w 5 -c 1 -d float --baseline mpi -J out.json
 //
 // Sizes follow nccl-tests: allreduce size = count*elemsize; allgather size =

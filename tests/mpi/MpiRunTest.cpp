@@ -186,12 +186,14 @@ int runMain(int argc, char **argv) {
     if (!a.mismatch.empty()) {
       std::string text = llvm::toString(std::move(err));
       bool ok = llvm::StringRef(text).startswith(
-                    "ranks disagree on the plan or the count") &&
+                    "error: ranks disagree on the plan or the count") &&
                 text.find("<- differs from rank 0 in " + a.mismatch) !=
                     std::string::npos &&
                 secs < 10;
-      llvm::outs() << "rank " << rank << " failed in "
-                   << llvm::formatv("{0:f3}", secs) << " s: " << text << "\n";
+      // Every rank checks the text; rank 0 shows it.
+      llvm::outs() << "rank " << rank << (ok ? " failed as expected in " : " FAILED to report the mismatch in ")
+                   << llvm::formatv("{0:f3}", secs) << " s"
+                   << (rank == 0 || !ok ? ": " + text : "\n");
       MPI_Barrier(MPI_COMM_WORLD);
       if (rank == 0) {
         llvm::sys::fs::remove(buf[0]);

@@ -186,9 +186,11 @@ void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
     }
   }
   os << '\n';
+  bool one = d.cut.arcs.size() == 1;
   os << llvm::formatv("  {0} link direction{1} {2} it, {3} GB/s in all:\n",
-                      d.cut.arcs.size(), d.cut.arcs.size() == 1 ? "" : "s",
-                      entering ? "enter" : "leave",
+                      d.cut.arcs.size(), one ? "" : "s",
+                      entering ? (one ? "enters" : "enter")
+                               : (one ? "leaves" : "leave"),
                       plainNumber(static_cast<double>(d.cut.capacity) *
                                   static_cast<double>(g.quantumBytesPerSec) /
                                   1e9));

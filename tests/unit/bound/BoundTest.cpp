@@ -273,8 +273,9 @@ TEST(BoundTest, ReferenceFixturesExact) {
       EXPECT_EQ(d.cut.ranks.size(), c.cutGpus);
       EXPECT_EQ(d.cut.capacity, c.cutGBps);
       expectCutMatches(c.g, d);
-      if (c.brute)
+      if (c.brute) {
         EXPECT_EQ(bruteForceBound(c.g, rev).lambdaInt, d.lambdaInt);
+      }
     }
   }
 }

@@ -78,12 +78,12 @@ TEST(PlanJson, FirstLines) {
   EXPECT_EQ(lines[1], "  \"format\": \"topocc-plan\",");
   EXPECT_EQ(lines[2], "  \"version\": 1,");
   EXPECT_EQ(lines[8], "  \"inplace\": false,");
-  EXPECT_EQ(lines[15], "  \"ranks\": 2,");
-  EXPECT_EQ(lines[21].substr(0, 33), "    {\"rank\": 0, \"buffers\": {\"inpu");
+  EXPECT_EQ(lines[14], "  \"ranks\": 2,");
+  EXPECT_EQ(lines[20].substr(0, 33), "    {\"rank\": 0, \"buffers\": {\"inpu");
   // An op: kind-dependent fields only.
-  EXPECT_EQ(lines[22],
+  EXPECT_EQ(lines[21],
             "      {\"id\":0,\"kind\":\"send\",\"src\":{\"buffer\":\"in\","
-            "\"chunk\":0,\"count\":1},\"send\":{\"peer\":1,\"msg\":0},"
+            "\"chunk\":0,\"count\":1},\"send\":{\"msg\":0,\"peer\":1},"
             "\"deps\":[],\"channel\":0,\"threadblock\":0},");
 }
 
@@ -137,8 +137,8 @@ TEST(PlanJson, BadFieldsNameTheirPath) {
             "depend on itself\n");
   // A field the op kind does not have.
   EXPECT_EQ(
-      loadError(replaceOnce(good, "\"send\":{\"peer\":1,\"msg\":0},",
-                            "\"send\":{\"peer\":1,\"msg\":0},\"dst\":{},")),
+      loadError(replaceOnce(good, "\"send\":{\"msg\":0,\"peer\":1},",
+                            "\"send\":{\"msg\":0,\"peer\":1},\"dst\":{},")),
       "p.json: error: $.programs[0].ops[0].dst: op kind 'send' has no 'dst' "
       "field\n");
 }
@@ -161,8 +161,8 @@ TEST(PlanJson, LoadReverifiesTheSchedule) {
   size_t end = good.find('\n', at);
   std::string noHash = good.substr(0, at) + good.substr(end + 1);
   ASSERT_TRUE(bool(parsePlanJson(noHash, "p.json")));
-  std::string bad = replaceOnce(noHash, "\"recv\":{\"peer\":1,\"msg\":1}",
-                                "\"recv\":{\"peer\":1,\"msg\":0}");
+  std::string bad = replaceOnce(noHash, "\"recv\":{\"msg\":1,\"peer\":1}",
+                                "\"recv\":{\"msg\":0,\"peer\":1}");
   std::string err = loadError(bad);
   EXPECT_EQ(err.rfind("p.json: error: the plan's schedule fails "
                       "verification:\n",
@@ -175,8 +175,8 @@ TEST(PlanJson, MissingFile) {
   auto plan = loadPlanFile("/nonexistent/p.json");
   ASSERT_FALSE(bool(plan));
   EXPECT_EQ(llvm::toString(plan.takeError()),
-            "cannot read plan '/nonexistent/p.json': No such file or "
-            "directory");
+            "error: cannot read plan '/nonexistent/p.json': No such file or "
+            "directory\n");
 }
 
 TEST(PlanJson, RefusesUnverifiedSchedules) {

@@ -288,3 +288,19 @@ TEST(TopologyParserTest, DeterministicAcrossRuns) {
   for (size_t i = 0; i < a.devices().size(); ++i)
     EXPECT_EQ(a.device(i).name, b.device(i).name);
 }
+
+TEST(TopologyParserLimitsTest, LowerLimitsRefuseBeforeExpansion) {
+  const char *text = "schema: topocc/v1\n"
+                     "name: big\n"
+                     "nodes:\n"
+                     "  - name: \"n{i:0-99}\"\n"
+                     "    gpus: [ { name: \"gpu{g:0-7}\" } ]\n";
+  topocc::topo::ParseLimits limits;
+  limits.maxDevices = 500;
+  auto t = topocc::topo::parseTopology(text, "big.yaml", limits);
+  ASSERT_FALSE(bool(t));
+  std::string msg = llvm::toString(t.takeError());
+  EXPECT_NE(msg.find("would expand to 800 devices, more than the limit of 500"),
+            std::string::npos)
+      << msg;
+}

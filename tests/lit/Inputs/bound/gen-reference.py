@@ -5,6 +5,14 @@ These differ from the library files in topologies/ (which also model PCIe,
 CPU sockets and real NIC placement), so the exact fractions of section 7.2
 are checked on these. Run from this folder: python3 gen-reference.py
 
+The ForestColl DGX-A100 x n model (n >= 2) relays through GPUs: a GPU on an
+even rail reaches an odd-rail GPU of another box only through a GPU. topocc/v1
+rejects that (GPUs do not forward), so these files add one ib0 <-> ib1 link
+at 25 GB/s. lambda* is unchanged: adding capacity never raises a cut's ratio,
+and the argmax cuts of section 7.2 (V minus a GPU for 2 boxes, 3 boxes plus
+both IB switches for 4) contain both IB switches, so the new link does not
+cross them. The exact models are checked in tests/unit/bound/BoundTest.cpp.
+
 1 x MI250 and DGX-1 are pure GPU meshes: topocc/v1 rejects them (GPUs do not
 forward, so GPU pairs without a direct link have no route). Their fractions
 are checked in tests/unit/bound/BoundTest.cpp on graphs built from the same
@@ -60,6 +68,8 @@ def dgx(n):
     if n > 1:
         s += "fabric:\n  switches: [ { name: \"ib{i:0-1}\", kind: ib-switch } ]\n"
         s += f"  links:\n    - {{ from: \"dgx{{b:0-{n - 1}}}/nic{{r:0-7}}\", to: \"ib{{r%2}}\", class: ib }}\n"
+        s += "    # not in the ForestColl model; see gen-reference.py\n"
+        s += "    - { from: ib0, to: ib1, class: ib }\n"
     s += "ranks: { order: node-major }\n"
     return s
 

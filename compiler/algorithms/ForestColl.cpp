@@ -1,0 +1,154 @@
+//===- compiler/algorithms/ForestColl.cpp - Spanning-tree schedules -------===//
+//
+// Fixed k (FORESTCOLL.md 5.5) without rational bisection: feasibility of
+// floor(U b(e)) changes only at breakpoints m / b(e), which are at least
+// 1 / b_max^2 apart, so a binary search over the grid U = T / D with
+// D = b_max^2 finds the first feasible grid point, whose capacities equal
+// those at the smallest feasible breakpoint U_k; U_k is then the largest
+// breakpoint at or below it (max over e of floor(T b(e) / D) / b(e)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/algorithms/ForestColl.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace topocc::algorithms {
+
+namespace {
+
+using Wide = __int128;
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+} // namespace
+
+llvm::Expected<FixedK> fixedKUnits(const analysis::BoundGraph &g,
+                                   bool reversed, int64_t k) {
+  if (k < 1 || k > 1000)
+    return makeUserError(llvm::formatv(
+        "invalid trees per root {0} (expected 1 to 1000)", k));
+  const int n = static_cast<int>(g.compute.size());
+  FixedK res;
+  res.k = k;
+  int64_t bMax = 0, bMin = INT64_MAX;
+  std::vector<int64_t> in(g.numVertices, 0);
+  for (const analysis::BoundGraph::Arc &a : g.arcs) {
+    bMax = std::max(bMax, a.cap);
+    bMin = std::min(bMin, a.cap);
+    in[reversed ? a.from : a.to] += a.cap;
+  }
+  int64_t minIn = INT64_MAX;
+  for (int v : g.compute)
+    minIn = std::min(minIn, in[v]);
+  const Wide d = static_cast<Wide>(bMax) * bMax;
+  if (d > (static_cast<Wide>(1) << 40))
+    return makeUserError("--trees-per-root: the link capacities span too "
+                         "wide a range for the exact fixed-k search");
+
+  analysis::MaxFlowNetwork net(g.numVertices + 1);
+  const int s = g.numVertices;
+  for (const analysis::BoundGraph::Arc &a : g.arcs)
+    net.addArc(reversed ? a.to : a.from, reversed ? a.from : a.to);
+  for (int v : g.compute)
+    net.addArc(s, v, k);
+  auto unitsAt = [&](Wide t) {
+    std::vector<int64_t> u;
+    for (const analysis::BoundGraph::Arc &a : g.arcs)
+      u.push_back(static_cast<int64_t>(t * a.cap / d));
+    return u;
+  };
+  auto feasible = [&](Wide t) {
+    std::vector<int64_t> u = unitsAt(t);
+    for (size_t i = 0; i < u.size(); ++i)
+      net.setCapacity(static_cast<int>(i), u[i]);
+    for (int v : g.compute) {
+      ++res.maxFlows;
+      if (net.maxFlow(s, v) < n * k)
+        return false;
+    }
+    return true;
+  };
+  // lo: U below (N-1) k / min_v B-(v) is infeasible; hi is feasible.
+  Wide lo = static_cast<Wide>(n - 1) * k * d / minIn - 1;
+  Wide hi = (static_cast<Wide>(n - 1) * k * d + bMin - 1) / bMin;
+  if (lo < 0)
+    lo = 0;
+  if (!feasible(hi))
+    return makeInternalError("fixedKUnits: the upper end is infeasible");
+  while (hi - lo > 1) {
+    Wide mid = lo + (hi - lo) / 2;
+    if (feasible(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  res.units = unitsAt(hi);
+  // U_k = max over e of units(e) / b(e), in quanta; then s/GB.
+  analysis::Fraction best{0, 1};
+  for (size_t i = 0; i < g.arcs.size(); ++i) {
+    analysis::Fraction f = analysis::Fraction::make(res.units[i], g.arcs[i].cap);
+    if (static_cast<Wide>(f.num) * best.den > static_cast<Wide>(best.num) * f.den)
+      best = f;
+  }
+  Wide num = static_cast<Wide>(best.num) * 1000000000;
+  Wide den = static_cast<Wide>(best.den) * g.quantumBytesPerSec;
+  Wide gg = num, b = den;
+  while (b != 0) {
+    Wide t = gg % b;
+    gg = b;
+    b = t;
+  }
+  res.u = {static_cast<int64_t>(num / gg), static_cast<int64_t>(den / gg)};
+  return res;
+}
+
+llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
+                                   const ForestOptions &opts) {
+  Forest f;
+  f.reversed = opts.reversed;
+  auto t0 = std::chrono::steady_clock::now();
+  auto bound = analysis::dinkelbachBound(g, opts.reversed);
+  if (!bound)
+    return bound.takeError();
+  f.bound = *bound;
+  f.boundSeconds = secondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
+  if (opts.treesPerRoot == 0 || opts.treesPerRoot == f.bound.k) {
+    f.k = f.bound.k;
+    f.u = f.bound.u;
+    for (const analysis::BoundGraph::Arc &a : g.arcs)
+      f.units.push_back(f.bound.arcUnits(a.cap));
+  } else {
+    auto fk = fixedKUnits(g, opts.reversed, opts.treesPerRoot);
+    if (!fk)
+      return fk.takeError();
+    f.k = fk->k;
+    f.u = fk->u;
+    f.units = std::move(fk->units);
+  }
+  f.unitsSeconds = secondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
+  auto split = splitSwitches(g, opts.reversed, f.units, f.k, opts.policy);
+  if (!split)
+    return split.takeError();
+  f.split = std::move(*split);
+  f.splitSeconds = secondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
+  auto trees = packTrees(f.split, g, opts.reversed, f.units);
+  if (!trees)
+    return trees.takeError();
+  f.trees = std::move(*trees);
+  f.packSeconds = secondsSince(t0);
+  return f;
+}
+
+} // namespace topocc::algorithms

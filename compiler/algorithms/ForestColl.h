@@ -1,0 +1,60 @@
+//===- compiler/algorithms/ForestColl.h - Spanning-tree schedules -*- C++ -*-===//
+//
+// The ForestColl pipeline of FORESTCOLL.md up to physical trees: exact bound
+// (compiler/analysis/Bound.h), tree units per arc (at the optimum k, or the
+// smallest U_k for a fixed k, 5.5), switch removal (SwitchSplitting.h), tree
+// packing and map-back (TreePacking.h). Allgather packs out-trees of G,
+// reduce-scatter out-trees of the reversed graph (their arcs reversed are
+// in-trees). Stage: algorithm. Never prints; deterministic.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_ALGORITHMS_FORESTCOLL_H
+#define TOPOCC_COMPILER_ALGORITHMS_FORESTCOLL_H
+
+#include "compiler/algorithms/SwitchSplitting.h"
+#include "compiler/algorithms/TreePacking.h"
+#include "compiler/analysis/Bound.h"
+
+#include "llvm/Support/Error.h"
+
+namespace topocc::algorithms {
+
+/// The smallest U_k (exact, in s/GB) such that floor(U_k b(e)) tree units per
+/// arc admit k spanning out-trees per root (FORESTCOLL.md 5.5), and those
+/// units. Its throughput is N k / U_k; with k = the optimum's k it equals
+/// the bound. `g` as for dinkelbachBound.
+struct FixedK {
+  int64_t k = 0;
+  analysis::Fraction u;       ///< U_k, s/GB
+  std::vector<int64_t> units; ///< floor(U_k b(e)) per arc of g
+  int maxFlows = 0;
+};
+llvm::Expected<FixedK> fixedKUnits(const analysis::BoundGraph &g,
+                                   bool reversed, int64_t k);
+
+struct ForestOptions {
+  bool reversed = false;   ///< reduce-scatter: pack the reversed graph
+  int64_t treesPerRoot = 0; ///< 0: the optimum's k (automatic)
+  SplitPolicy policy = SplitPolicy::Spread;
+};
+
+struct Forest {
+  bool reversed = false;
+  analysis::DirectionalBound bound; ///< lambda* of this orientation
+  int64_t k = 0;
+  analysis::Fraction u;   ///< s/GB; the trees take (M/N) U / k seconds
+  std::vector<int64_t> units;
+  SwitchSplitResult split;
+  TreePackingResult trees;
+  double boundSeconds = 0, unitsSeconds = 0, splitSeconds = 0,
+         packSeconds = 0; ///< wall time per stage
+  /// Predicted algbw of the trees in bytes/s (bandwidth only): N k / U.
+  double algbw(int numRanks) const { return numRanks * k / u.value() * 1e9; }
+};
+
+llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
+                                   const ForestOptions &opts);
+
+} // namespace topocc::algorithms
+
+#endif // TOPOCC_COMPILER_ALGORITHMS_FORESTCOLL_H

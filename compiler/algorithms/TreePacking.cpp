@@ -1,0 +1,349 @@
+//===- compiler/algorithms/TreePacking.cpp - Spanning out-trees -----------===//
+//
+// The arc oracle of FORESTCOLL.md 5.1 in its Boost form: a query source
+// sigma with arcs sigma -> x (BIG while x is the tail under test) and
+// sigma -> a_i (C_i for every other unfinished tree i), and a_i -> z (BIG)
+// for every z already in tree i. F = flow(sigma, y).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/algorithms/TreePacking.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace topocc::algorithms {
+
+namespace {
+
+using Key = std::pair<int, int>;
+
+struct Growing {
+  int root = -1;
+  int64_t mult = 0;
+  std::vector<char> inTree;
+  std::vector<int> order; ///< ranks in attach order (depth non-decreasing)
+  std::vector<int> depth, parent;
+  std::vector<Key> arcs;
+  size_t cursor = 0; ///< order[< cursor] have no untried arcs left
+  std::set<Key> rejected;
+  bool finished = false;
+  int aux = -1;      ///< a_i
+  int sigmaArc = -1; ///< sigma -> a_i
+  int created = 0;   ///< creation index (determinism of the final order)
+};
+
+using PathList = std::vector<std::pair<std::vector<int>, int64_t>>;
+
+/// Zip-merges two lists of (path, units) with equal totals: walks both and
+/// emits the concatenation with the smaller remaining multiplicity.
+PathList zipPaths(const PathList &a, const PathList &b) {
+  PathList out;
+  size_t i = 0, j = 0;
+  int64_t ra = a.empty() ? 0 : a[0].second, rb = b.empty() ? 0 : b[0].second;
+  while (i < a.size() && j < b.size()) {
+    int64_t take = std::min(ra, rb);
+    std::vector<int> p = a[i].first;
+    p.insert(p.end(), b[j].first.begin() + 1, b[j].first.end());
+    out.push_back({std::move(p), take});
+    ra -= take;
+    rb -= take;
+    if (ra == 0 && ++i < a.size())
+      ra = a[i].second;
+    if (rb == 0 && ++j < b.size())
+      rb = b[j].second;
+  }
+  return out;
+}
+
+class MapBack {
+public:
+  explicit MapBack(const SwitchSplitResult &s) : split(s) {
+    for (auto &[key, list] : s.viaSwitch) {
+      std::vector<int64_t> &rem = remaining[key];
+      for (const SplitContribution &c : list)
+        rem.push_back(c.amount);
+    }
+    directLeft = s.direct;
+  }
+
+  /// Physical paths for m units of (u,t), consuming capacity.
+  llvm::Expected<PathList> expand(int u, int t, int64_t m) {
+    PathList out;
+    int64_t need = m;
+    auto via = split.viaSwitch.find({u, t});
+    if (via != split.viaSwitch.end()) {
+      std::vector<int64_t> &rem = remaining[{u, t}];
+      for (size_t i = 0; i < rem.size() && need > 0; ++i) {
+        int64_t take = std::min(need, rem[i]);
+        if (take == 0)
+          continue;
+        int w = via->second[i].via;
+        auto a = expand(u, w, take);
+        if (!a)
+          return a.takeError();
+        auto b = expand(w, t, take);
+        if (!b)
+          return b.takeError();
+        PathList z = zipPaths(*a, *b);
+        out.insert(out.end(), z.begin(), z.end());
+        rem[i] -= take;
+        need -= take;
+      }
+    }
+    if (need > 0) {
+      int64_t &d = directLeft[{u, t}];
+      if (d < need)
+        return makeInternalError(llvm::formatv(
+            "tree map-back: arc {0} -> {1} is {2} units short", u, t,
+            need - d));
+      d -= need;
+      out.push_back({{u, t}, need});
+    }
+    return out;
+  }
+
+private:
+  const SwitchSplitResult &split;
+  std::map<Key, std::vector<int64_t>> remaining;
+  std::map<Key, int64_t> directLeft;
+};
+
+} // namespace
+
+llvm::Expected<TreePackingResult>
+packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
+          bool reversed, llvm::ArrayRef<int64_t> units) {
+  const int n = static_cast<int>(split.compute.size());
+  const int64_t k = split.k;
+  std::vector<int> rankOf(split.numVertices, -1);
+  for (int r = 0; r < n; ++r)
+    rankOf[split.compute[r]] = r;
+
+  // The oracle network: ranks 0..n-1, sigma = n, then one a_i per tree.
+  analysis::MaxFlowNetwork net(n + 1);
+  const int sigma = n;
+  std::map<Key, int> arcId; // rank pair -> residual arc
+  std::vector<std::vector<int>> outNbrs(n);
+  int64_t big = 1 + n * k;
+  for (const SwitchSplitResult::Arc &a : split.arcs) {
+    int x = rankOf[a.from], y = rankOf[a.to];
+    if (x < 0 || y < 0)
+      return makeInternalError("packTrees: an arc does not join two GPUs");
+    arcId[{x, y}] = net.addArc(x, y, a.cap);
+    outNbrs[x].push_back(y);
+    big += a.cap;
+  }
+  for (std::vector<int> &o : outNbrs)
+    std::sort(o.begin(), o.end());
+  std::vector<int> sigmaTo(n);
+  for (int x = 0; x < n; ++x)
+    sigmaTo[x] = net.addArc(sigma, x, 0);
+
+  std::vector<Growing> trees;
+  int64_t unfinished = 0;
+  auto addAux = [&](Growing &t) {
+    t.aux = net.addVertex();
+    t.sigmaArc = net.addArc(sigma, t.aux, t.finished ? 0 : t.mult);
+    for (int z : t.order)
+      net.addArc(t.aux, z, big);
+  };
+  for (int r = 0; r < n; ++r) {
+    Growing t;
+    t.root = r;
+    t.mult = k;
+    t.inTree.assign(n, 0);
+    t.inTree[r] = 1;
+    t.order = {r};
+    t.depth.assign(n, -1);
+    t.depth[r] = 0;
+    t.parent.assign(n, -1);
+    t.created = r;
+    addAux(t);
+    unfinished += k;
+    trees.push_back(std::move(t));
+  }
+  TreePackingResult res;
+  res.numRanks = n;
+  res.k = k;
+
+  auto residual = [&](int x, int y) { return net.capacity(arcId.at({x, y})); };
+  auto test = [&](Growing &t, int x, int y) {
+    net.setCapacity(sigmaTo[x], big);
+    net.setCapacity(t.sigmaArc, 0);
+    ++res.maxFlows;
+    int64_t f = net.maxFlow(sigma, y);
+    net.setCapacity(sigmaTo[x], 0);
+    net.setCapacity(t.sigmaArc, t.mult);
+    return std::min({t.mult, residual(x, y), f - (unfinished - t.mult)});
+  };
+
+  int nextCreated = n;
+  bool anyUnfinished = true;
+  while (anyUnfinished) {
+    anyUnfinished = false;
+    size_t count = trees.size();
+    for (size_t i = 0; i < count; ++i) {
+      if (trees[i].finished)
+        continue;
+      bool grown = false;
+      while (!grown && trees[i].cursor < trees[i].order.size()) {
+        int x = trees[i].order[trees[i].cursor];
+        bool untried = false;
+        for (int y : outNbrs[x]) {
+          Growing &t = trees[i];
+          if (t.inTree[y] || t.rejected.count({x, y}) || residual(x, y) == 0)
+            continue;
+          int64_t mu = test(t, x, y);
+          if (mu <= 0) {
+            t.rejected.insert({x, y});
+            continue;
+          }
+          if (mu < t.mult) { // clone the rest
+            Growing c = t;
+            c.mult = t.mult - mu;
+            c.created = nextCreated++;
+            t.mult = mu;
+            net.setCapacity(t.sigmaArc, mu);
+            addAux(c);
+            trees.push_back(std::move(c));
+          }
+          Growing &tt = trees[i]; // push_back may have moved the vector
+          tt.inTree[y] = 1;
+          tt.order.push_back(y);
+          tt.depth[y] = tt.depth[x] + 1;
+          tt.parent[y] = x;
+          tt.arcs.push_back({x, y});
+          net.setCapacity(arcId.at({x, y}), residual(x, y) - mu);
+          net.addArc(tt.aux, y, big);
+          if (static_cast<int>(tt.order.size()) == n) {
+            tt.finished = true;
+            net.setCapacity(tt.sigmaArc, 0);
+            unfinished -= tt.mult;
+          }
+          grown = true;
+          untried = true;
+          break;
+        }
+        if (!untried)
+          ++trees[i].cursor;
+      }
+      if (!trees[i].finished) {
+        if (!grown)
+          return makeInternalError(llvm::formatv(
+              "tree packing: the tree of rank {0} with {1} units cannot grow "
+              "(invariant I does not hold)",
+              trees[i].root, trees[i].mult));
+        anyUnfinished = true;
+      }
+    }
+    for (size_t i = count; i < trees.size(); ++i)
+      anyUnfinished |= !trees[i].finished;
+  }
+
+  std::stable_sort(trees.begin(), trees.end(),
+                   [](const Growing &a, const Growing &b) {
+                     return std::tie(a.root, a.created) <
+                            std::tie(b.root, b.created);
+                   });
+  // Checks (1)-(3): arborescences, k per root, compute-arc capacities.
+  std::vector<int64_t> perRoot(n, 0);
+  std::map<Key, int64_t> used;
+  int64_t heightSum = 0;
+  for (const Growing &t : trees) {
+    if (static_cast<int>(t.arcs.size()) != n - 1)
+      return makeInternalError("tree packing: a tree is not spanning");
+    PackedTree p;
+    p.root = t.root;
+    p.mult = t.mult;
+    p.parent = t.parent;
+    p.arcs = t.arcs;
+    for (int v = 0; v < n; ++v)
+      p.height = std::max(p.height, t.depth[v]);
+    perRoot[t.root] += t.mult;
+    for (const Key &a : t.arcs)
+      used[a] += t.mult;
+    heightSum += p.height;
+    res.maxHeight = std::max(res.maxHeight, p.height);
+    res.trees.push_back(std::move(p));
+  }
+  for (int r = 0; r < n; ++r)
+    if (perRoot[r] != k)
+      return makeInternalError(llvm::formatv(
+          "tree packing: rank {0} roots {1} units, expected {2}", r,
+          perRoot[r], k));
+  for (const SwitchSplitResult::Arc &a : split.arcs) {
+    auto it = used.find({rankOf[a.from], rankOf[a.to]});
+    if (it != used.end() && it->second > a.cap)
+      return makeInternalError("tree packing: a compute arc is over capacity");
+  }
+  res.meanHeight = static_cast<double>(heightSum) / res.trees.size();
+
+  // Map back through the switches, then checks (4) and (5).
+  MapBack mb(split);
+  std::map<Key, int64_t> physCap, physUsed;
+  for (size_t i = 0; i < g.arcs.size(); ++i) {
+    int u = reversed ? g.arcs[i].to : g.arcs[i].from;
+    int t = reversed ? g.arcs[i].from : g.arcs[i].to;
+    physCap[{u, t}] += units[i];
+  }
+  for (size_t ti = 0; ti < res.trees.size(); ++ti) {
+    const PackedTree &t = res.trees[ti];
+    std::vector<std::pair<std::vector<std::vector<int>>, int64_t>> list{
+        {{}, t.mult}};
+    for (const Key &a : t.arcs) {
+      auto e = mb.expand(split.compute[a.first], split.compute[a.second],
+                         t.mult);
+      if (!e)
+        return e.takeError();
+      std::vector<std::pair<std::vector<std::vector<int>>, int64_t>> next;
+      size_t i = 0, j = 0;
+      int64_t ri = list[0].second, rj = (*e)[0].second;
+      while (i < list.size() && j < e->size()) {
+        int64_t take = std::min(ri, rj);
+        auto paths = list[i].first;
+        paths.push_back((*e)[j].first);
+        next.push_back({std::move(paths), take});
+        ri -= take;
+        rj -= take;
+        if (ri == 0 && ++i < list.size())
+          ri = list[i].second;
+        if (rj == 0 && ++j < e->size())
+          rj = (*e)[j].second;
+      }
+      list = std::move(next);
+    }
+    for (auto &[paths, mult] : list) {
+      for (size_t a = 0; a < paths.size(); ++a) {
+        const std::vector<int> &p = paths[a];
+        if (p.size() < 2 || p.front() != split.compute[t.arcs[a].first] ||
+            p.back() != split.compute[t.arcs[a].second])
+          return makeInternalError("tree map-back: a path is not contiguous");
+        for (size_t h = 0; h + 1 < p.size(); ++h) {
+          if (!physCap.count({p[h], p[h + 1]}))
+            return makeInternalError(
+                "tree map-back: a path uses a missing link");
+          physUsed[{p[h], p[h + 1]}] += mult;
+        }
+      }
+      res.physical.push_back({static_cast<int>(ti), mult, std::move(paths)});
+    }
+  }
+  for (auto &[key, u] : physUsed) {
+    int64_t cap = physCap[key];
+    double c = cap > 0 ? static_cast<double>(u) / cap : 1e300;
+    res.congestion = std::max(res.congestion, c);
+    if (u > cap)
+      return makeInternalError(llvm::formatv(
+          "tree map-back: link {0} -> {1} carries {2} units, capacity {3}",
+          key.first, key.second, u, cap));
+  }
+  return res;
+}
+
+} // namespace topocc::algorithms

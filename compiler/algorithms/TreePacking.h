@@ -1,0 +1,69 @@
+//===- compiler/algorithms/TreePacking.h - Spanning out-trees --*- C++ -*-===//
+//
+// Packs k spanning out-trees per root (with multiplicities) into the GPU-only
+// graph left by switch splitting, with the max-flow oracle for Edmonds'
+// branching condition (FORESTCOLL.md 5.1-5.2): a partial tree T may take
+// mu = min(C_T, r(x,y), F - sum of the other unfinished trees' C) copies of
+// arc (x,y), F the max-flow from x to y with each other unfinished tree
+// reachable from x at its multiplicity. Attaching fewer than C_T copies
+// clones T. Height-aware policy (5.6): trees grow round-robin, one arc per
+// tree per round, always from the shallowest vertex with an untried arc.
+// Then every tree maps back through the switches (5.4) to physical paths,
+// and the checks of 5.4 run: arborescences, k per root, compute-arc
+// capacities, contiguous physical paths, physical congestion <= U.
+// Stage: algorithm. Never prints; deterministic.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_ALGORITHMS_TREEPACKING_H
+#define TOPOCC_COMPILER_ALGORITHMS_TREEPACKING_H
+
+#include "compiler/algorithms/SwitchSplitting.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace topocc::algorithms {
+
+/// One spanning out-tree on the ranks, carrying `mult` of its root's k units.
+struct PackedTree {
+  int root = -1;          ///< rank
+  int64_t mult = 0;       ///< C_T
+  std::vector<int> parent; ///< per rank; -1 for the root
+  /// (parent rank, child rank) in the order they were attached (BFS-like).
+  std::vector<std::pair<int, int>> arcs;
+  int height = 0;
+};
+
+/// A compute tree's arcs expanded to physical paths (vertex ids of the
+/// bound graph, GPU to GPU through switches), carrying `mult` units.
+struct PhysicalTree {
+  int tree = -1; ///< index into TreePackingResult::trees
+  int64_t mult = 0;
+  /// One path per arc of the compute tree, in PackedTree::arcs order.
+  std::vector<std::vector<int>> paths;
+};
+
+struct TreePackingResult {
+  int numRanks = 0;
+  int64_t k = 0;
+  std::vector<PackedTree> trees;     ///< by root, then creation order
+  std::vector<PhysicalTree> physical; ///< by tree
+  int maxHeight = 0;
+  double meanHeight = 0; ///< over distinct compute trees
+  /// max over physical arcs of (units used / units available); <= 1.
+  double congestion = 0;
+  int maxFlows = 0; ///< oracle max-flows
+};
+
+/// Packs and maps back. `g`, `reversed` and `units` are what `split` was
+/// computed from. Internal errors when a check of FORESTCOLL.md 5.4 fails.
+llvm::Expected<TreePackingResult>
+packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
+          bool reversed, llvm::ArrayRef<int64_t> units);
+
+} // namespace topocc::algorithms
+
+#endif // TOPOCC_COMPILER_ALGORITHMS_TREEPACKING_H

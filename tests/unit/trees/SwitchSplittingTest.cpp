@@ -1,0 +1,203 @@
+//===- tests/unit/trees/SwitchSplittingTest.cpp - Switch removal ----------===//
+//
+// Switch removal by directed edge splitting (FORESTCOLL.md 4): every switch
+// isolated, invariant I (flow(s, v) >= N k) kept, the edge map conserves
+// units, the spread policy turns one NVSwitch into a complete digraph, and
+// random meshes with switches split under both policies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/algorithms/SwitchSplitting.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+using namespace topocc;
+using namespace topocc::analysis;
+using namespace topocc::algorithms;
+
+namespace {
+
+void addLink(BoundGraph &g, int a, int b, int64_t gbps) {
+  g.arcs.push_back({a, b, gbps, -1, 0});
+  g.arcs.push_back({b, a, gbps, -1, 1});
+}
+
+/// FORESTCOLL.md 7.1 DGX-A100 x n (ForestColl model), capacities in GB/s.
+BoundGraph forestCollDgx(int n) {
+  BoundGraph g;
+  const int per = n >= 2 ? 17 : 9;
+  g.numVertices = per * n + (n >= 2 ? 2 : 0);
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < 8; ++i) {
+      int gpu = per * b + i;
+      g.compute.push_back(gpu);
+      addLink(g, gpu, per * b + 8, 300);
+      if (n >= 2) {
+        int nic = per * b + 9 + i;
+        addLink(g, gpu, nic, 25);
+        addLink(g, nic, per * n + i % 2, 25);
+      }
+    }
+  return g;
+}
+
+std::vector<int64_t> unitsOf(const BoundGraph &g, const DirectionalBound &d) {
+  std::vector<int64_t> u;
+  for (const BoundGraph::Arc &a : g.arcs)
+    u.push_back(d.arcUnits(a.cap));
+  return u;
+}
+
+SwitchSplitResult splitOk(const BoundGraph &g, bool reversed, int64_t k,
+                          llvm::ArrayRef<int64_t> units, SplitPolicy p) {
+  auto r = splitSwitches(g, reversed, units, k, p);
+  if (!r) {
+    ADD_FAILURE() << llvm::toString(r.takeError());
+    return SwitchSplitResult();
+  }
+  return std::move(*r);
+}
+
+/// Every arc joins two GPUs, I holds, and each arc's units are its direct
+/// capacity plus what splits added.
+void expectValid(const BoundGraph &g, const SwitchSplitResult &r) {
+  std::set<int> gpus(g.compute.begin(), g.compute.end());
+  for (const SwitchSplitResult::Arc &a : r.arcs) {
+    EXPECT_TRUE(gpus.count(a.from) && gpus.count(a.to));
+    int64_t sum = 0;
+    auto d = r.direct.find({a.from, a.to});
+    if (d != r.direct.end())
+      sum += d->second;
+    auto v = r.viaSwitch.find({a.from, a.to});
+    if (v != r.viaSwitch.end())
+      for (const SplitContribution &c : v->second)
+        sum += c.amount;
+    EXPECT_EQ(sum, a.cap) << a.from << " -> " << a.to;
+  }
+  EXPECT_GE(minRootFlow(r),
+            static_cast<int64_t>(g.compute.size()) * r.k);
+}
+
+} // namespace
+
+// One NVSwitch, k = 1, 7 units per arc: the spread policy yields the complete
+// digraph with one unit per arc (star trees become possible).
+TEST(SwitchSplittingTest, OneDgxSpreadIsCompleteDigraph) {
+  BoundGraph g = forestCollDgx(1);
+  auto d = dinkelbachBound(g, false);
+  ASSERT_TRUE(static_cast<bool>(d)) << llvm::toString(d.takeError());
+  ASSERT_EQ(d->k, 1);
+  SwitchSplitResult r =
+      splitOk(g, false, d->k, unitsOf(g, *d), SplitPolicy::Spread);
+  ASSERT_EQ(r.arcs.size(), 56u);
+  for (const SwitchSplitResult::Arc &a : r.arcs)
+    EXPECT_EQ(a.cap, 1) << a.from << " -> " << a.to;
+  expectValid(g, r);
+  EXPECT_EQ(minRootFlow(r), 8);
+  // Each GPU sent 7 units into the NVSwitch, all onward, none looped.
+  for (int v : g.compute)
+    EXPECT_EQ(r.inAtProcessing.at({v, 8}), 7);
+  EXPECT_TRUE(r.loopDiscarded.empty());
+}
+
+TEST(SwitchSplittingTest, OneDgxGreedyKeepsInvariant) {
+  BoundGraph g = forestCollDgx(1);
+  auto d = dinkelbachBound(g, false);
+  ASSERT_TRUE(static_cast<bool>(d));
+  SwitchSplitResult r =
+      splitOk(g, false, d->k, unitsOf(g, *d), SplitPolicy::Greedy);
+  expectValid(g, r);
+  int64_t total = 0;
+  for (const SwitchSplitResult::Arc &a : r.arcs)
+    total += a.cap;
+  EXPECT_EQ(total, 56); // 8 GPUs x 7 units, none discarded
+  EXPECT_LT(r.arcs.size(), 56u); // greedy: fewer, fatter arcs
+}
+
+// 2 x DGX-A100 at the optimum (k = 13, 180 units per NVSwitch arc, 15 per
+// NIC/IB arc): NICs, NVSwitches and IB switches all split off. (Greedy keeps
+// the sanitized test fast: about 4x fewer max-flows than spread.)
+TEST(SwitchSplittingTest, TwoDgxAtOptimum) {
+  BoundGraph g = forestCollDgx(2);
+  auto d = dinkelbachBound(g, false);
+  ASSERT_TRUE(static_cast<bool>(d));
+  ASSERT_EQ(d->k, 13);
+  SwitchSplitResult r =
+      splitOk(g, false, d->k, unitsOf(g, *d), SplitPolicy::Greedy);
+  expectValid(g, r);
+  EXPECT_EQ(minRootFlow(r), 16 * 13);
+  // Inter-box units: every GPU's 15 NIC units leave the box.
+  int64_t cross = 0;
+  for (const SwitchSplitResult::Arc &a : r.arcs)
+    if ((a.from < 17) != (a.to < 17))
+      cross += a.cap;
+  EXPECT_GT(cross, 0);
+  EXPECT_LE(cross, 16 * 15);
+}
+
+// Switches whose in- and out-capacity differ cannot be isolated.
+TEST(SwitchSplittingTest, UnbalancedSwitchIsReported) {
+  BoundGraph g;
+  g.numVertices = 3;
+  g.compute = {0, 1};
+  g.arcs = {{0, 2, 2, -1, 0}, {2, 0, 1, -1, 1},
+            {1, 2, 2, -1, 0}, {2, 1, 1, -1, 1}};
+  std::vector<int64_t> units = {2, 1, 2, 1};
+  auto r = splitSwitches(g, false, units, 1, SplitPolicy::Spread);
+  ASSERT_FALSE(static_cast<bool>(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "switch splitting: vertex 2 could not be isolated (2 units in "
+            "and 0 out remain; its in- and out-capacity must be equal)");
+}
+
+TEST(SwitchSplittingTest, TooFewUnitsIsAUserError) {
+  BoundGraph g = forestCollDgx(1);
+  std::vector<int64_t> units(g.arcs.size(), 6); // 7 needed for k = 1
+  auto r = splitSwitches(g, false, units, 1, SplitPolicy::Spread);
+  ASSERT_FALSE(static_cast<bool>(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "error: switch splitting: the tree units do not admit 1 trees per "
+            "root (a GPU's max-flow is 1 short)\n");
+}
+
+// Property: random meshes with switches and symmetric integer bandwidths;
+// at the optimum (k, c(e) of the bound) both policies isolate every switch
+// and keep I, on G and on the reversed graph.
+TEST(SwitchSplittingTest, RandomMeshesWithSwitches) {
+  std::mt19937 rng(4242);
+  int done = 0;
+  for (int iter = 0; iter < 25; ++iter) {
+    int n = std::uniform_int_distribution<int>(2, 7)(rng);
+    int sw = std::uniform_int_distribution<int>(1, 4)(rng);
+    BoundGraph g;
+    g.numVertices = n + sw;
+    for (int i = 0; i < n; ++i)
+      g.compute.push_back(i);
+    std::uniform_int_distribution<int> bw(1, 6);
+    for (int i = 1; i < g.numVertices; ++i)
+      addLink(g, i, std::uniform_int_distribution<int>(0, i - 1)(rng), bw(rng));
+    int extra = std::uniform_int_distribution<int>(0, g.numVertices)(rng);
+    for (int e = 0; e < extra; ++e) {
+      int a = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
+      int b = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
+      if (a != b)
+        addLink(g, a, b, bw(rng));
+    }
+    for (bool rev : {false, true}) {
+      auto d = dinkelbachBound(g, rev);
+      ASSERT_TRUE(static_cast<bool>(d)) << llvm::toString(d.takeError());
+      if (d->k > 40)
+        continue; // keep the test fast
+      for (SplitPolicy p : {SplitPolicy::Greedy, SplitPolicy::Spread}) {
+        SCOPED_TRACE(testing::Message() << "iteration " << iter << " rev "
+                                        << rev << " policy " << int(p));
+        SwitchSplitResult r = splitOk(g, rev, d->k, unitsOf(g, *d), p);
+        expectValid(g, r);
+        ++done;
+      }
+    }
+  }
+  EXPECT_GT(done, 60);
+}
