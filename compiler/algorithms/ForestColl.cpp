@@ -113,6 +113,26 @@ llvm::Expected<FixedK> fixedKUnits(const analysis::BoundGraph &g,
 
 llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
                                    const ForestOptions &opts) {
+  // FORESTCOLL.md 1, P0: switches forward what they receive, so each needs
+  // equal in- and out-capacity for complete splitting.
+  {
+    std::vector<char> isCompute(g.numVertices, 0);
+    for (int v : g.compute)
+      isCompute[v] = 1;
+    std::vector<int64_t> in(g.numVertices, 0), out(g.numVertices, 0);
+    for (const analysis::BoundGraph::Arc &a : g.arcs) {
+      out[a.from] += a.cap;
+      in[a.to] += a.cap;
+    }
+    for (int v = 0; v < g.numVertices; ++v)
+      if (!isCompute[v] && in[v] != out[v])
+        return makeUserError(llvm::formatv(
+            "spanning trees need every switch and NIC to forward what it "
+            "receives: {0} receives {1} GB/s but can send {2} GB/s",
+            g.vertexName(v),
+            static_cast<double>(in[v]) * g.quantumBytesPerSec / 1e9,
+            static_cast<double>(out[v]) * g.quantumBytesPerSec / 1e9));
+  }
   Forest f;
   f.reversed = opts.reversed;
   auto t0 = std::chrono::steady_clock::now();

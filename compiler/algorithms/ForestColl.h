@@ -35,7 +35,7 @@ llvm::Expected<FixedK> fixedKUnits(const analysis::BoundGraph &g,
 struct ForestOptions {
   bool reversed = false;   ///< reduce-scatter: pack the reversed graph
   int64_t treesPerRoot = 0; ///< 0: the optimum's k (automatic)
-  SplitPolicy policy = SplitPolicy::Spread;
+  SplitPolicy policy = SplitPolicy::Proposal;
 };
 
 struct Forest {

@@ -66,11 +66,12 @@ public:
     return it == arcId.end() ? 0 : net.capacity(it->second);
   }
 
-  /// min over GPUs v of flow(s, v) - N k.
-  int64_t minSlack() {
+  /// min over GPUs v of flow(s, v) - N k. `count`: add to res.maxFlows
+  /// (not for Debug-only assertions, so counts match across builds).
+  int64_t minSlack(bool count = true) {
     int64_t m = std::numeric_limits<int64_t>::max();
     for (int v : g.compute) {
-      ++res.maxFlows;
+      res.maxFlows += count;
       m = std::min(m, net.maxFlow(s, v) - n * k);
     }
     return m;
@@ -87,7 +88,13 @@ public:
         continue;
       for (int u : in[w])
         res.inAtProcessing[{u, w}] = cap(u, w);
-      if (policy == SplitPolicy::Spread)
+      bool proposed = false;
+      if (policy == SplitPolicy::Proposal) {
+        proposed = tryProposal(w);
+        ++(proposed ? res.proposalsKept : res.proposalsRejected);
+      }
+      if (!proposed &&
+          (policy == SplitPolicy::Spread || policy == SplitPolicy::Proposal))
         for (int u : std::vector<int>(in[w].begin(), in[w].end())) {
           int others = 0;
           for (int t : out[w])
@@ -119,11 +126,11 @@ public:
         outLeft += cap(w, t);
       if (inLeft != 0 || outLeft != 0)
         return makeInternalError(llvm::formatv(
-            "switch splitting: vertex {0} could not be isolated ({1} units in "
+            "switch splitting: {0} could not be isolated ({1} units in "
             "and {2} out remain; its in- and out-capacity must be equal)",
-            w, inLeft, outLeft));
+            g.vertexName(w), inLeft, outLeft));
 #ifndef NDEBUG
-      assert(minSlack() >= 0 && "switch splitting broke invariant I");
+      assert(minSlack(false) >= 0 && "switch splitting broke invariant I");
 #endif
     }
     for (auto &[key, id] : arcId) {
@@ -155,6 +162,92 @@ public:
   }
 
 private:
+  /// Splits all of w at once by a proportional transport plan; keeps it when
+  /// invariant I holds afterwards, else restores every capacity.
+  bool tryProposal(int w) {
+    std::vector<int> ins, outs;
+    for (int u : in[w])
+      if (cap(u, w) > 0)
+        ins.push_back(u);
+    for (int t : out[w])
+      if (cap(w, t) > 0)
+        outs.push_back(t);
+    std::map<int, int64_t> rowRem, colRem;
+    int64_t total = 0;
+    for (int u : ins)
+      total += rowRem[u] = cap(u, w);
+    for (int t : outs)
+      total -= colRem[t] = cap(w, t);
+    if (total != 0)
+      return false;
+    std::map<std::pair<int, int>, int64_t> plan;
+    for (int u : ins) {
+      __int128 denom = 0;
+      for (int t : outs)
+        if (t != u)
+          denom += colRem.count(t) ? cap(w, t) : 0;
+      if (denom == 0)
+        continue;
+      int64_t row = cap(u, w);
+      for (int t : outs) {
+        if (t == u)
+          continue;
+        int64_t x = static_cast<int64_t>(static_cast<__int128>(row) *
+                                         cap(w, t) / denom);
+        x = std::min({x, rowRem[u], colRem[t]});
+        if (x > 0) {
+          plan[{u, t}] += x;
+          rowRem[u] -= x;
+          colRem[t] -= x;
+        }
+      }
+    }
+    for (bool loops : {false, true})
+      for (int u : ins)
+        for (int t : outs) {
+          if ((t == u) != loops)
+            continue;
+          int64_t x = std::min(rowRem[u], colRem[t]);
+          if (x > 0) {
+            plan[{u, t}] += x;
+            rowRem[u] -= x;
+            colRem[t] -= x;
+          }
+        }
+    for (int u : ins)
+      if (rowRem[u] != 0)
+        return false;
+    // Apply, check I, and undo on failure.
+    std::map<std::pair<int, int>, int64_t> before;
+    auto save = [&](int a, int b) { before.try_emplace({a, b}, cap(a, b)); };
+    for (int u : ins)
+      save(u, w);
+    for (int t : outs)
+      save(w, t);
+    for (auto &[key, x] : plan)
+      if (key.first != key.second)
+        save(key.first, key.second);
+    for (int u : ins)
+      net.setCapacity(arcId.at({u, w}), 0);
+    for (int t : outs)
+      net.setCapacity(arcId.at({w, t}), 0);
+    for (auto &[key, x] : plan)
+      if (key.first != key.second)
+        add(key.first, key.second, x);
+    if (minSlack() < 0) {
+      for (auto &[key, c] : before)
+        net.setCapacity(arcId.at(key), c);
+      return false;
+    }
+    for (auto &[key, x] : plan) {
+      if (key.first == key.second)
+        res.loopDiscarded[{key.first, w}] += x;
+      else
+        res.viaSwitch[key].push_back({w, x});
+    }
+    return true;
+  }
+
   void add(int u, int t, int64_t c) {
     auto [it, inserted] = arcId.try_emplace({u, t}, -1);
     if (inserted)

@@ -37,6 +37,12 @@ enum class SplitPolicy {
   /// and shallower trees (FORESTCOLL.md 5.6; on one NVSwitch, a complete
   /// digraph).
   Spread,
+  /// Propose a complete splitting of each switch at once (u's units spread
+  /// over every t != u in proportion to c(w,t), the rest filled greedily,
+  /// loops last), keep it when invariant I still holds (N max-flows), and
+  /// fall back to Spread for that switch otherwise (FORESTCOLL.md 4,
+  /// "speed-ups ... with a fallback to the exact loop").
+  Proposal,
 };
 
 /// Units that arc (u,t) received from splitting at switch `via`.
@@ -66,6 +72,7 @@ struct SwitchSplitResult {
   std::map<std::pair<int, int>, int64_t> inAtProcessing;
   std::map<std::pair<int, int>, int64_t> loopDiscarded;
   int maxFlows = 0; ///< max-flow computations (gadgets and checks)
+  int proposalsKept = 0, proposalsRejected = 0; ///< SplitPolicy::Proposal
 };
 
 /// Splits every non-compute vertex of `g` off. `units[i]` is the capacity of

@@ -226,6 +226,8 @@ llvm::Expected<BoundGraph> buildBoundGraph(const topo::Topology &t,
   g.numVertices = static_cast<int>(t.devices().size());
   for (int r = 0; r < t.numRanks(); ++r)
     g.compute.push_back(t.rankDevice(r));
+  for (const topo::Device &d : t.devices())
+    g.names.push_back(d.name);
   if (g.compute.size() < 2)
     return makeUserError(llvm::formatv("the bound needs at least 2 GPUs; "
                                        "the topology has {0}",

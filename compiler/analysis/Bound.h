@@ -92,6 +92,13 @@ struct BoundGraph {
   /// Bytes/s per capacity unit (the gcd of all link capacities). Graphs
   /// built by hand keep the default: capacities in GB/s.
   int64_t quantumBytesPerSec = 1000000000;
+  /// Device names (buildBoundGraph); empty for graphs built by hand.
+  std::vector<std::string> names;
+  /// "dgx0/nvs", or "vertex 8" without names.
+  std::string vertexName(int v) const {
+    return v < static_cast<int>(names.size()) ? names[v]
+                                              : "vertex " + std::to_string(v);
+  }
 };
 
 enum class CapacityKind { Raw, Effective };

@@ -16,6 +16,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cassert>
+#include <chrono>
 #include <cmath>
 
 namespace topocc::analysis {
@@ -27,16 +28,27 @@ namespace {
 class SimulatedEvaluator : public WhatIfEvaluator {
 public:
   SimulatedEvaluator(ir::Schedule s, LinkModel &m, const WhatIfSettings &set)
-      : s(std::move(s)), m(m) {
+      : s(std::move(s)), m(m), runs(set.timingRuns) {
     opts.mode = set.mode;
     opts.reduceBandwidth = set.reduceBandwidth;
   }
   llvm::Expected<WhatIfEstimate> estimate(double bytes) override {
     opts.bytes = bytes;
-    auto r = simulate(s, m, opts);
+    std::vector<double> times;
+    auto r = timed(times);
     if (!r)
       return r.takeError();
+    for (int i = 1; i < runs; ++i) {
+      auto again = timed(times);
+      if (!again)
+        return again.takeError();
+    }
     WhatIfEstimate e;
+    if (runs > 0) {
+      llvm::sort(times);
+      e.simSeconds = times[times.size() / 2];
+      e.simEvents = r->events;
+    }
     e.applicable = true;
     e.time = r->time;
     e.algbw = r->algbw;
@@ -44,9 +56,29 @@ public:
     return e;
   }
 
+  llvm::Expected<std::optional<SimResult>> traceRun(double bytes) override {
+    SimOptions o = opts;
+    o.bytes = bytes;
+    o.recordTransfers = true;
+    auto r = simulate(s, m, o);
+    if (!r)
+      return r.takeError();
+    return std::optional<SimResult>(std::move(*r));
+  }
+
 private:
+  llvm::Expected<SimResult> timed(std::vector<double> &times) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = simulate(s, m, opts);
+    times.push_back(std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count());
+    return r;
+  }
+
   ir::Schedule s;
   LinkModel &m;
+  int runs = 0;
   SimOptions opts;
 };
 

@@ -38,6 +38,9 @@ struct WhatIfSettings {
   int chunks = 4; ///< pipelining chunks per rank of lowered schedules
   SimMode mode = SimMode::StoreAndForward;
   std::optional<double> reduceBandwidth; ///< nullopt: per GPU model
+  /// When > 0, simulated algorithms run this many times per size and report
+  /// the median wall time of one simulation (benchmarks).
+  int timingRuns = 0;
 };
 
 /// One algorithm at one size. Not applicable: `detail` says why.
@@ -45,6 +48,10 @@ struct WhatIfEstimate {
   bool applicable = false;
   double time = 0, algbw = 0, busbw = 0;
   std::string detail; ///< e.g. NCCL's protocol, or why it does not apply
+  /// Simulated algorithms with timingRuns > 0: median seconds of one
+  /// simulation and its event count; 0 otherwise.
+  double simSeconds = 0;
+  size_t simEvents = 0;
 };
 
 /// Everything an algorithm may look at when it is set up for a topology.
@@ -60,6 +67,11 @@ class WhatIfEvaluator {
 public:
   virtual ~WhatIfEvaluator();
   virtual llvm::Expected<WhatIfEstimate> estimate(double bytes) = 0;
+  /// One run with every transfer recorded, for traces; nullopt for
+  /// algorithms that are not simulated.
+  virtual llvm::Expected<std::optional<SimResult>> traceRun(double bytes) {
+    return std::nullopt;
+  }
 };
 
 using WhatIfFactory =

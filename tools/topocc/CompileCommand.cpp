@@ -12,6 +12,7 @@
 #include "tools/topocc/Driver.h"
 
 #include "backends/MscclXml.h"
+#include "backends/PlanJson.h"
 #include "backends/NcclGraphXml.h"
 #include "compiler/analysis/CostModel.h"
 #include "compiler/Pipeline.h"
@@ -85,10 +86,11 @@ llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
 }
 
 llvm::Error checkEmit(llvm::StringRef emit) {
-  if (emit == "msccl-xml" || emit == "ir" || emit == "nccl-graph")
+  if (emit == "msccl-xml" || emit == "ir" || emit == "nccl-graph" ||
+      emit == "plan")
     return llvm::Error::success();
   return makeUserError("unknown --emit '" + emit +
-                       "'; expected 'msccl-xml', 'ir' or 'nccl-graph'");
+                       "'; expected 'msccl-xml', 'ir', 'nccl-graph' or 'plan'");
 }
 
 /// --channels: 1 to 32, or auto (0).
@@ -145,9 +147,12 @@ llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
 
 /// The text to write for `s` in the requested form.
 llvm::Expected<std::string> render(const ir::Schedule &s,
-                                   const CompileOptions &opts) {
+                                   const CompileOptions &opts,
+                                   const backends::PlanMeta &meta) {
   if (opts.emit == "ir")
     return ir::scheduleToString(s);
+  if (opts.emit == "plan")
+    return backends::planToJson(s, meta);
   backends::MscclXmlOptions xml;
   xml.proto = opts.proto;
   xml.maxSteps = opts.maxSteps;
@@ -201,6 +206,9 @@ llvm::Error runCompile(const CompileOptions &opts) {
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
 
   ir::Schedule result;
+  backends::PlanMeta meta;
+  meta.generator = std::string("topocc ") + TOPOCC_VERSION;
+  meta.algorithm = opts.algorithm;
   std::string text, ringsLine;
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
@@ -247,6 +255,8 @@ llvm::Error runCompile(const CompileOptions &opts) {
     if (!opts.scenario.empty())
       if (auto err = topo::applyScenario(*topo, opts.scenario))
         return err;
+    meta.topologyName = topo->name().str();
+    meta.topologyHash = backends::topologyHash(*topo);
     req.name =
         llvm::formatv("{0}_{1}_{2}_{3}", topo->name(), opts.algorithm,
                       opts.collective, opts.inplace ? "inplace" : "outofplace")
@@ -279,7 +289,7 @@ llvm::Error runCompile(const CompileOptions &opts) {
     result = std::move(plan->schedule);
   }
   if (opts.emit != "nccl-graph") {
-    auto rendered = render(result, opts);
+    auto rendered = render(result, opts, meta);
     if (!rendered)
       return rendered.takeError();
     text = std::move(*rendered);
@@ -339,7 +349,7 @@ void registerCompileCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenario,
                   "Apply this named scenario of the topology first");
-  cmd->add_option("--emit", opts->emit, "Output: msccl-xml, ir or nccl-graph")
+  cmd->add_option("--emit", opts->emit, "Output: msccl-xml, ir, nccl-graph or plan (topocc runtime)")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "Output file ('-' for stdout)")
       ->required();

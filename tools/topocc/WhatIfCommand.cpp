@@ -8,17 +8,17 @@
 // an nccl-tests-style table per topology (the base, each scenario, one per
 // sweep value, and the command-line patch) with the winner per size and the
 // difference from the base (compiler/analysis/WhatIf.h). Registers the
-// algorithms that need the compiler: `ring` (RingSearch's rings, lowered and
-// legalized by the pipeline's passes) and `rank-ring` (compile() in rank
-// order). Progress goes to stderr only when stderr is a terminal.
+// algorithms that need the compiler: `ring` (RingSearch's rings, one channel
+// each) and `rank-ring` (one ring in rank order), lowered and fused. Progress goes to stderr only when stderr is a terminal.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/topocc/Driver.h"
 
-#include "compiler/Pipeline.h"
+#include "backends/Trace.h"
 #include "compiler/algorithms/RingSearch.h"
 #include "compiler/analysis/WhatIf.h"
+#include "compiler/passes/Fuse.h"
 #include "compiler/passes/LowerRing.h"
 #include "compiler/topology/ScenarioCli.h"
 #include "compiler/topology/TopologyParser.h"
@@ -47,20 +47,23 @@ struct WhatIfOptions {
   std::string reduceBandwidth;
   std::string format = "table";
   std::string output = "-";
+  int timeSimulation = 0;
+  std::string trace;
 };
 
-/// The pipeline after lowering, pass by pass (compile() takes one order;
-/// searched rings may differ per channel).
-llvm::Expected<ir::Schedule> legalize(ir::Schedule s,
-                                      const CompileRequest &req) {
-  PassLogger log;
-  for (llvm::StringRef pass : passNames()) {
-    auto next = runSinglePass(pass, std::move(s), req, log);
-    if (!next)
-      return next.takeError();
-    s = std::move(*next);
-  }
-  return s;
+/// The ring lowering with MSCCL's fused primitives. Simulating needs no
+/// more: each (rank, channel) is one dependency chain in the order its
+/// threadblock runs it, so channel and threadblock assignment and
+/// legalization (zero-cost nops) do not change the timing (checked in
+/// tests/unit/simulator), and whatif skips them and their verification,
+/// which dominate at hundreds of ranks. The simulator itself rejects a
+/// schedule that cannot run to the end.
+llvm::Expected<ir::Schedule> lowerAndFuse(const passes::RingOptions &ro) {
+  auto s = passes::lowerRing(ro);
+  if (!s)
+    return s.takeError();
+  passes::fuse(*s);
+  return std::move(*s);
 }
 
 analysis::WhatIfAlgorithm ringAlgorithm() {
@@ -86,12 +89,7 @@ analysis::WhatIfAlgorithm ringAlgorithm() {
           shares.push_back(rc.share);
         }
         ro.channelChunks = passes::chunksForShares(shares, ro.chunks);
-        auto lowered = passes::lowerRing(ro);
-        if (!lowered)
-          return lowered.takeError();
-        CompileRequest req;
-        req.collective = so.collective;
-        return legalize(std::move(*lowered), req);
+        return lowerAndFuse(ro);
       });
 }
 
@@ -99,14 +97,11 @@ analysis::WhatIfAlgorithm rankRingAlgorithm() {
   return analysis::simulatedAlgorithm(
       "rank-ring", "one ring in rank order (what a naive ring does)",
       [](const analysis::WhatIfContext &ctx) -> llvm::Expected<ir::Schedule> {
-        CompileRequest req;
-        req.collective = ctx.settings.collective;
-        req.chunks = ctx.settings.chunks;
-        PassLogger log;
-        auto plan = compile(ctx.topology.numRanks(), req, log);
-        if (!plan)
-          return plan.takeError();
-        return std::move(plan->schedule);
+        passes::RingOptions ro;
+        ro.collective = ctx.settings.collective;
+        ro.numRanks = ctx.topology.numRanks();
+        ro.chunks = ctx.settings.chunks;
+        return lowerAndFuse(ro);
       });
 }
 
@@ -153,6 +148,37 @@ llvm::Expected<std::vector<Variant>> variants(const topo::Topology &base,
   return out;
 }
 
+/// --trace: the first simulated algorithm on the base topology at the
+/// largest size.
+llvm::Error writeTrace(const topo::Topology &t,
+                       llvm::ArrayRef<const analysis::WhatIfAlgorithm *> algos,
+                       const analysis::WhatIfSettings &settings, double bytes,
+                       llvm::StringRef path) {
+  analysis::LinkModel m(t);
+  analysis::WhatIfContext ctx{t, m, settings, bytes};
+  for (const analysis::WhatIfAlgorithm *a : algos) {
+    auto eval = a->make(ctx);
+    if (!eval)
+      return eval.takeError();
+    auto run = (*eval)->traceRun(bytes);
+    if (!run)
+      return run.takeError();
+    if (!*run)
+      continue;
+    std::vector<std::string> names;
+    for (int r = 0; r < m.numResources(); ++r)
+      names.push_back(m.resourceName(r));
+    std::string title = llvm::formatv("{0} {1} {2} B on {3}", a->name,
+                                      ir::collectiveName(settings.collective),
+                                      static_cast<int64_t>(bytes), t.name())
+                            .str();
+    return writeOutputFile(path, backends::writeChromeTrace(**run, names,
+                                                            title));
+  }
+  return makeUserError("--trace needs a simulated algorithm (ring or "
+                       "rank-ring) in --algorithms");
+}
+
 llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   if (opts.format != "table" && opts.format != "csv" && opts.format != "json")
     return makeUserError("unknown --format '" + opts.format +
@@ -166,6 +192,11 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
     return makeUserError(llvm::formatv(
         "--chunks must be between 1 and 64, got {0}", opts.chunks));
   settings.chunks = opts.chunks;
+  if (opts.timeSimulation < 0 || opts.timeSimulation > 100)
+    return makeUserError(llvm::formatv(
+        "--time-simulation must be between 0 and 100, got {0}",
+        opts.timeSimulation));
+  settings.timingRuns = opts.timeSimulation;
   if (opts.mode == "cut-through")
     settings.mode = analysis::SimMode::CutThrough;
   else if (opts.mode != "store-and-forward")
@@ -224,6 +255,16 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
                                      progress);
     if (!table)
       return table.takeError();
+    if (settings.timingRuns > 0)
+      for (const analysis::WhatIfRow &row : table->rows)
+        for (size_t i = 0; i < row.cells.size(); ++i)
+          if (row.cells[i].simEvents > 0)
+            llvm::errs() << llvm::formatv(
+                "simulation time: {0} {1} {2} B: {3:F4} s (median of {4}), "
+                "{5} events\n",
+                name, report.algorithms[i], static_cast<int64_t>(row.bytes),
+                row.cells[i].simSeconds, settings.timingRuns,
+                row.cells[i].simEvents);
     report.tables.push_back(std::move(*table));
     return llvm::Error::success();
   };
@@ -234,6 +275,11 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
       return err;
   if (showProgress)
     llvm::errs() << "\r" << std::string(60, ' ') << "\r";
+
+  if (!opts.trace.empty())
+    if (auto err = writeTrace(*base, *algos, settings, sizes->back(),
+                              opts.trace))
+      return err;
 
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -281,6 +327,12 @@ void registerWhatIfCommand(CLI::App &app) {
   cmd->add_option("--reduce-bandwidth", opts->reduceBandwidth,
                   "Local reduction speed (e.g. 600GB/s; 0GB/s: free); "
                   "default from the GPU model");
+  cmd->add_option("--time-simulation", opts->timeSimulation,
+                  "Run each simulation N times and print the median time to "
+                  "stderr (benchmarks)");
+  cmd->add_option("--trace", opts->trace,
+                  "Write a Perfetto/Chrome trace JSON of the first simulated "
+                  "algorithm at the largest size on the base topology");
   cmd->add_option("--format", opts->format, "table, csv or json")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "Output file ('-': stdout)")

@@ -156,3 +156,85 @@ TEST(LowerRingTest, RejectsBadRequests) {
 }
 
 } // namespace
+
+namespace {
+
+using topocc::passes::chunksForShares;
+
+TEST(LowerRingTest, PerChannelOrdersWithEqualChunksMatchSingleOrder) {
+  // The same order on every channel with equal counts is the old lowering.
+  RingOptions single = opts(Collective::AllReduce, 4, 2, 2);
+  single.ringOrder = {0, 2, 1, 3};
+  RingOptions per = single;
+  per.ringOrder.clear();
+  per.channelOrders = {{0, 2, 1, 3}, {0, 2, 1, 3}};
+  per.channelChunks = {2, 2};
+  auto a = lowerRing(single), b = lowerRing(per);
+  ASSERT_TRUE(bool(a)) << errorText(a.takeError());
+  ASSERT_TRUE(bool(b)) << errorText(b.takeError());
+  EXPECT_EQ(scheduleToString(*a), scheduleToString(*b));
+}
+
+TEST(LowerRingTest, PerChannelOrdersAndSharesVerify) {
+  for (Collective c : {Collective::AllReduce, Collective::AllGather,
+                       Collective::ReduceScatter})
+    for (bool inplace : {false, true}) {
+      SCOPED_TRACE(std::string(collectiveName(c)) +
+                   (inplace ? " inplace" : " outofplace"));
+      RingOptions o = opts(c, 5, 3, 1, inplace);
+      o.channelOrders = {{0, 1, 2, 3, 4}, {0, 3, 1, 4, 2}, {4, 2, 0, 1, 3}};
+      o.channelChunks = {3, 1, 2};
+      auto s = lowerRing(o);
+      ASSERT_TRUE(bool(s)) << errorText(s.takeError());
+      EXPECT_EQ(s->chunksPerLoop, 5 * 6);
+      EXPECT_FALSE(bool(verifySchedule(*s)));
+      // Channel 1's ring: rank 0 sends to 3 (one chunk), rank 3 to 1.
+      int sendsTo3 = 0;
+      for (const Op &op : s->ranks[0].ops)
+        if (op.kind == OpKind::Send && op.sendPeer == 3)
+          ++sendsTo3;
+      EXPECT_EQ(sendsTo3, c == Collective::AllReduce ? 2 * 4 : 4);
+    }
+}
+
+TEST(LowerRingTest, PerChannelErrors) {
+  RingOptions o = opts(Collective::AllReduce, 3, 2);
+  o.channelOrders = {{0, 1, 2}};
+  o.channelChunks = {1, 0};
+  auto s = lowerRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "1 per-channel ring orders for 2 channels\n"
+            "channel 1 has 0 chunks; every channel needs at least 1");
+  o.channelOrders = {{0, 1, 2}, {0, 1, 1}};
+  o.channelChunks = {};
+  s = lowerRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "channel 1: invalid ring order '0,1,1': expected a permutation of "
+            "0..2; rank 1 appears more than once; rank 2 is missing");
+}
+
+TEST(LowerRingTest, ChunksForSharesLargestRemainder) {
+  EXPECT_EQ(chunksForShares({0.25, 0.25, 0.25, 0.25}, 3),
+            (std::vector<int32_t>{3, 3, 3, 3}));
+  // 8 units: 0.275*8 = 2.2 (x3), 0.175*8 = 1.4 -> 2,2,2,1 + 1 to the
+  // largest remainder (channel 3: 0.4).
+  EXPECT_EQ(chunksForShares({0.275, 0.275, 0.275, 0.175}, 2),
+            (std::vector<int32_t>{2, 2, 2, 2}));
+  EXPECT_EQ(chunksForShares({0.6, 0.3, 0.1}, 10),
+            (std::vector<int32_t>{18, 9, 3}));
+  // Every channel keeps at least one unit.
+  EXPECT_EQ(chunksForShares({0.98, 0.01, 0.01}, 1),
+            (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ(chunksForShares({0.9, 0.05, 0.05}, 4),
+            (std::vector<int32_t>{10, 1, 1}));
+  // Ties go to the lower channel.
+  EXPECT_EQ(chunksForShares({0.5, 0.5}, 1), (std::vector<int32_t>{1, 1}));
+  EXPECT_EQ(chunksForShares({1.0 / 3, 1.0 / 3, 1.0 / 3}, 1),
+            (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ(chunksForShares({0.4, 0.4, 0.2}, 2),
+            (std::vector<int32_t>{3, 2, 1}));
+}
+
+} // namespace

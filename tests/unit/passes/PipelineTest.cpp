@@ -153,7 +153,7 @@ TEST(PipelineTest, UserErrorsPassThrough) {
   plan = compile(3, req, log);
   ASSERT_FALSE(bool(plan));
   EXPECT_EQ(topocc::testing::errorMessage(plan.takeError()),
-            "unknown --algorithm 'trees'; expected 'ring'");
+            "unknown --algorithm 'trees'; expected 'ring' or 'hier-ring'");
   req.algorithm = "ring";
   req.proto = "simple";
   plan = compile(3, req, log);
@@ -176,7 +176,8 @@ TEST(PipelineTest, LoggerPrintsAfterEachPassAndTimes) {
     order.push_back(name);
   EXPECT_EQ(order, (std::vector<std::string>{
                        "lower-ring", "fuse", "assign-channels",
-                       "assign-threadblocks", "legalize-dependencies"}));
+                       "split-channels", "assign-threadblocks",
+                       "legalize-dependencies"}));
   size_t at = 0;
   for (const std::string &pass : order) {
     at = ir.find("// *** IR Dump After " + pass + " ***\nschedule @", at);
@@ -225,7 +226,8 @@ TEST(PipelineTest, RunSinglePassChecksNameAndStage) {
   ASSERT_FALSE(bool(r));
   EXPECT_EQ(topocc::testing::errorMessage(r.takeError()),
             "unknown pass 'fuze'; did you mean 'fuse'? (passes: fuse, "
-            "assign-channels, assign-threadblocks, legalize-dependencies)");
+            "assign-channels, split-channels, assign-threadblocks, "
+            "legalize-dependencies)");
   r = runSinglePass("legalize-dependencies", *s, req, log);
   ASSERT_FALSE(bool(r));
   EXPECT_EQ(topocc::testing::errorMessage(r.takeError()),

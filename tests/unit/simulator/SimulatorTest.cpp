@@ -12,6 +12,8 @@
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/Simulator.h"
 #include "compiler/Pipeline.h"
+#include "compiler/passes/Fuse.h"
+#include "compiler/passes/LowerRing.h"
 #include "compiler/topology/TopologyParser.h"
 
 #include "gtest/gtest.h"
@@ -302,6 +304,34 @@ TEST(SimulatorTest, TransfersAreRecordedAndRunsAreDeterministic) {
   ASSERT_TRUE(bool(c));
   EXPECT_TRUE(c->transfers.empty());
   EXPECT_EQ(c->time, a->time);
+}
+
+// whatif simulates fused ring lowerings without channel/threadblock
+// assignment and legalization; the timing must equal the compiled schedule's.
+TEST(SimulatorTest, FusedLoweringTimesLikeTheCompiledSchedule) {
+  topo::Topology ring = parseOk(ringTopo(6, "10 GB/s", "2 us", "a100-sxm4"));
+  topo::Topology sw = parseOk(switchTopo(6, "20 GB/s", "1 us"));
+  for (topo::Topology *t : {&ring, &sw}) {
+    LinkModel m(*t);
+    for (ir::Collective c : kColls)
+      for (int chunks : {1, 3}) {
+        passes::RingOptions o;
+        o.collective = c;
+        o.numRanks = 6;
+        o.chunks = chunks;
+        auto fused = passes::lowerRing(o);
+        ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+        passes::fuse(*fused);
+        ir::Schedule full = compiled(6, c, chunks);
+        ASSERT_EQ(full.stage, ir::Stage::Legalized);
+        for (SimMode mode : {SimMode::StoreAndForward, SimMode::CutThrough}) {
+          SimResult a = simOk(*fused, m, 1e8, mode, std::nullopt);
+          SimResult b = simOk(full, m, 1e8, mode, std::nullopt);
+          EXPECT_LT(rel(a.time, b.time), 1e-12)
+              << ir::collectiveName(c).str() << " chunks " << chunks;
+        }
+      }
+  }
 }
 
 TEST(SimulatorTest, Errors) {

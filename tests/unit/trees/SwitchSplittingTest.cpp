@@ -102,6 +102,23 @@ TEST(SwitchSplittingTest, OneDgxSpreadIsCompleteDigraph) {
   EXPECT_TRUE(r.loopDiscarded.empty());
 }
 
+// The proposal policy splits the NVSwitch at once (kept after one check of
+// I: 8 max-flows, plus 8 on entry and 8 + 8 at the end) into the same
+// complete digraph.
+TEST(SwitchSplittingTest, OneDgxProposalIsKept) {
+  BoundGraph g = forestCollDgx(1);
+  auto d = dinkelbachBound(g, false);
+  ASSERT_TRUE(static_cast<bool>(d));
+  SwitchSplitResult r =
+      splitOk(g, false, d->k, unitsOf(g, *d), SplitPolicy::Proposal);
+  EXPECT_EQ(r.proposalsKept, 1);
+  EXPECT_EQ(r.proposalsRejected, 0);
+  ASSERT_EQ(r.arcs.size(), 56u);
+  for (const SwitchSplitResult::Arc &a : r.arcs)
+    EXPECT_EQ(a.cap, 1);
+  expectValid(g, r);
+}
+
 TEST(SwitchSplittingTest, OneDgxGreedyKeepsInvariant) {
   BoundGraph g = forestCollDgx(1);
   auto d = dinkelbachBound(g, false);
@@ -190,7 +207,8 @@ TEST(SwitchSplittingTest, RandomMeshesWithSwitches) {
       ASSERT_TRUE(static_cast<bool>(d)) << llvm::toString(d.takeError());
       if (d->k > 40)
         continue; // keep the test fast
-      for (SplitPolicy p : {SplitPolicy::Greedy, SplitPolicy::Spread}) {
+      for (SplitPolicy p : {SplitPolicy::Greedy, SplitPolicy::Spread,
+                            SplitPolicy::Proposal}) {
         SCOPED_TRACE(testing::Message() << "iteration " << iter << " rev "
                                         << rev << " policy " << int(p));
         SwitchSplitResult r = splitOk(g, rev, d->k, unitsOf(g, *d), p);
@@ -199,5 +217,5 @@ TEST(SwitchSplittingTest, RandomMeshesWithSwitches) {
       }
     }
   }
-  EXPECT_GT(done, 60);
+  EXPECT_GT(done, 90);
 }

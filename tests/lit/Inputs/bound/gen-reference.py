@@ -117,6 +117,7 @@ def ndv2():
 
 files = {f"fc-dgx-a100x{n}.yaml": dgx(n) for n in (1, 2, 4)}
 files["fc-mi250x2.yaml"] = mi250(2)
+files["fc-mi250x4.yaml"] = mi250(4)  # benchmark only (FORESTCOLL.md 8.1)
 for name, text in files.items():
     with open(name, "w") as f:
         f.write(text)

@@ -1,0 +1,340 @@
+//===- tools/topocc/TreesCommand.cpp - `topocc trees` ---------------------===//
+//
+// `topocc trees TOPO.yaml [--collective allgather|reducescatter|allreduce]
+// [--trees-per-root K|auto] [--policy proposal|spread|greedy] [--size 1G]
+// [--scenario NAME] [--capacity raw|effective] [--format text|json]
+// [--time-stages]`: ForestColl spanning trees (compiler/algorithms/
+// ForestColl.h): per tree its root, multiplicity, height and arcs with their
+// physical paths through switches; the predicted algbw (bandwidth only) vs
+// the exact bound. Schema: docs/Algorithms-trees.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/topocc/Driver.h"
+
+#include "compiler/algorithms/ForestColl.h"
+#include "compiler/analysis/Bound.h"
+#include "compiler/topology/Scenario.h"
+#include "compiler/topology/TopologyParser.h"
+#include "support/Diagnostics.h"
+
+#include "CLI/CLI.hpp"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <memory>
+
+namespace topocc::driver {
+
+namespace {
+
+struct TreesOptions {
+  std::string file;
+  std::string collective = "allgather";
+  std::string treesPerRoot = "auto";
+  std::string policy = "proposal";
+  std::string size = "1G";
+  std::string scenario;
+  std::string capacity = "raw";
+  std::string format = "text";
+  bool timeStages = false;
+};
+
+llvm::Expected<double> parseSize(llvm::StringRef text) {
+  llvm::StringRef s = text.trim();
+  if (s.endswith("B") || s.endswith("b"))
+    s = s.drop_back();
+  double mult = 1;
+  if (!s.empty()) {
+    char c = s.back();
+    if (c == 'K' || c == 'k')
+      mult = 1024.0;
+    else if (c == 'M' || c == 'm')
+      mult = 1024.0 * 1024;
+    else if (c == 'G' || c == 'g')
+      mult = 1024.0 * 1024 * 1024;
+    if (mult != 1)
+      s = s.drop_back();
+  }
+  double v;
+  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
+    return makeUserError("invalid --size '" + text +
+                         "' (expected a positive number with an optional "
+                         "K, M or G suffix, powers of 1024: 64M, 1G)");
+  return v * mult;
+}
+
+std::string timeText(double s) {
+  if (s < 1e-3)
+    return llvm::formatv("{0:F2} us", s * 1e6).str();
+  if (s < 1)
+    return llvm::formatv("{0:F3} ms", s * 1e3).str();
+  return llvm::formatv("{0:F3} s", s).str();
+}
+
+/// A path in the orientation data moves: as packed for allgather, reversed
+/// for reduce-scatter (out-trees of the reversed graph are in-trees).
+std::vector<int> dataPath(const std::vector<int> &p, bool reversed) {
+  return reversed ? std::vector<int>(p.rbegin(), p.rend()) : p;
+}
+
+std::string pathText(const topo::Topology &t, const std::vector<int> &p) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i)
+    s += (i ? " -> " : "") + t.device(p[i]).name;
+  return s;
+}
+
+llvm::json::Object forestJson(const topo::Topology &t,
+                              const algorithms::Forest &f, llvm::StringRef phase) {
+  const int n = t.numRanks();
+  llvm::json::Array trees;
+  for (size_t ti = 0; ti < f.trees.trees.size(); ++ti) {
+    const algorithms::PackedTree &tr = f.trees.trees[ti];
+    llvm::json::Array arcs, phys;
+    for (auto [p, c] : tr.arcs)
+      arcs.push_back(f.reversed ? llvm::json::Array{c, p}
+                                : llvm::json::Array{p, c});
+    for (const algorithms::PhysicalTree &pt : f.trees.physical) {
+      if (pt.tree != static_cast<int>(ti))
+        continue;
+      llvm::json::Array paths;
+      for (const std::vector<int> &p : pt.paths) {
+        llvm::json::Array names;
+        for (int v : dataPath(p, f.reversed))
+          names.push_back(t.device(v).name);
+        paths.push_back(std::move(names));
+      }
+      phys.push_back(
+          llvm::json::Object{{"mult", pt.mult}, {"paths", std::move(paths)}});
+    }
+    trees.push_back(llvm::json::Object{{"root", tr.root},
+                                       {"mult", tr.mult},
+                                       {"height", tr.height},
+                                       {"arcs", std::move(arcs)},
+                                       {"physical", std::move(phys)}});
+  }
+  return llvm::json::Object{
+      {"phase", phase},
+      {"lambda", f.bound.lambda.str()},
+      {"k_optimal", f.bound.k},
+      {"k", f.k},
+      {"u", f.u.str()},
+      {"algbw", f.algbw(n)},
+      {"bound_algbw", n / f.bound.lambda.value() * 1e9},
+      {"max_height", f.trees.maxHeight},
+      {"mean_height", f.trees.meanHeight},
+      {"congestion", f.trees.congestion},
+      {"split_max_flows", f.split.maxFlows},
+      {"pack_max_flows", f.trees.maxFlows},
+      {"trees", std::move(trees)}};
+}
+
+void printForest(llvm::raw_ostream &os, const topo::Topology &t,
+                 const algorithms::Forest &f, llvm::StringRef phase,
+                 double bytes) {
+  const int n = t.numRanks();
+  double boundAlgbw = n / f.bound.lambda.value() * 1e9;
+  double algbw = f.algbw(n);
+  size_t distinct = f.trees.trees.size();
+  os << llvm::formatv("{0} ({1}): lambda* = {2} s/GB, optimal k = {3}\n",
+                      phase,
+                      f.reversed ? "in-trees: out-trees of the reversed graph"
+                                 : "out-trees",
+                      f.bound.lambda.str(), f.bound.k);
+  os << llvm::formatv("  trees: k = {0} per root, U = {1} s/GB: algbw {2:F2} "
+                      "GB/s, {3:F2}% of the bound {4:F2} GB/s, time {5}\n",
+                      f.k, f.u.str(), algbw / 1e9, 100 * algbw / boundAlgbw,
+                      boundAlgbw / 1e9, timeText(bytes / algbw));
+  os << llvm::formatv("  {0} tree{1} ({2} physical), height max {3} mean "
+                      "{4:F2}, congestion {5:F3} of U; max-flows: {6} "
+                      "splitting, {7} packing\n",
+                      distinct, distinct == 1 ? "" : "s",
+                      f.trees.physical.size(), f.trees.maxHeight,
+                      f.trees.meanHeight, f.trees.congestion,
+                      f.split.maxFlows, f.trees.maxFlows);
+  for (size_t ti = 0; ti < distinct; ++ti) {
+    const algorithms::PackedTree &tr = f.trees.trees[ti];
+    os << llvm::formatv("  tree {0}: root {1} ({2}), {3} unit{4}, height {5}\n",
+                        ti, tr.root, t.rankName(tr.root), tr.mult,
+                        tr.mult == 1 ? "" : "s", tr.height);
+    for (const algorithms::PhysicalTree &pt : f.trees.physical) {
+      if (pt.tree != static_cast<int>(ti))
+        continue;
+      if (pt.mult != tr.mult)
+        os << llvm::formatv("    {0} unit{1}:\n", pt.mult,
+                            pt.mult == 1 ? "" : "s");
+      for (size_t a = 0; a < tr.arcs.size(); ++a) {
+        auto [p, c] = tr.arcs[a];
+        int from = f.reversed ? c : p, to = f.reversed ? p : c;
+        os << llvm::formatv("    {0} -> {1}: {2}\n", from, to,
+                            pathText(t, dataPath(pt.paths[a], f.reversed)));
+      }
+    }
+  }
+}
+
+llvm::Error runTrees(const TreesOptions &opts) {
+  if (auto err = checkFormat(opts.format))
+    return err;
+  if (opts.collective != "allgather" && opts.collective != "reducescatter" &&
+      opts.collective != "allreduce")
+    return makeUserError("unknown --collective '" + opts.collective +
+                         "' (expected allgather, reducescatter or allreduce)");
+  algorithms::ForestOptions fo;
+  if (opts.policy == "spread")
+    fo.policy = algorithms::SplitPolicy::Spread;
+  else if (opts.policy == "greedy")
+    fo.policy = algorithms::SplitPolicy::Greedy;
+  else if (opts.policy == "proposal")
+    fo.policy = algorithms::SplitPolicy::Proposal;
+  else
+    return makeUserError("unknown --policy '" + opts.policy +
+                         "' (expected proposal, spread or greedy)");
+  if (opts.treesPerRoot != "auto") {
+    int64_t k;
+    if (llvm::StringRef(opts.treesPerRoot).getAsInteger(10, k) || k < 1 ||
+        k > 1000)
+      return makeUserError("invalid --trees-per-root '" + opts.treesPerRoot +
+                           "' (expected 1 to 1000 or auto)");
+    fo.treesPerRoot = k;
+  }
+  analysis::CapacityKind kind;
+  if (opts.capacity == "raw")
+    kind = analysis::CapacityKind::Raw;
+  else if (opts.capacity == "effective")
+    kind = analysis::CapacityKind::Effective;
+  else
+    return makeUserError("unknown --capacity '" + opts.capacity +
+                         "' (expected raw or effective)");
+  auto bytes = parseSize(opts.size);
+  if (!bytes)
+    return bytes.takeError();
+  auto topo = topo::loadTopologyFile(opts.file);
+  if (!topo)
+    return topo.takeError();
+  if (!opts.scenario.empty())
+    if (auto err = topo::applyScenario(*topo, opts.scenario))
+      return err;
+  const topo::Topology &t = *topo;
+  auto g = analysis::buildBoundGraph(t, kind);
+  if (!g)
+    return g.takeError();
+
+  std::vector<std::pair<std::string, algorithms::Forest>> forests;
+  if (opts.collective != "allgather") {
+    fo.reversed = true;
+    auto f = algorithms::buildForest(*g, fo);
+    if (!f)
+      return f.takeError();
+    forests.push_back({"reducescatter", std::move(*f)});
+  }
+  if (opts.collective != "reducescatter") {
+    fo.reversed = false;
+    auto f = algorithms::buildForest(*g, fo);
+    if (!f)
+      return f.takeError();
+    forests.push_back({"allgather", std::move(*f)});
+  }
+  if (opts.timeStages)
+    for (auto &[phase, f] : forests)
+      llvm::errs() << llvm::formatv(
+          "{0}: bound {1:F3} ms, units {2:F3} ms, splitting {3:F3} ms, "
+          "packing {4:F3} ms\n",
+          phase, f.boundSeconds * 1e3, f.unitsSeconds * 1e3,
+          f.splitSeconds * 1e3, f.packSeconds * 1e3);
+
+  // The collective as a whole: time = (M/N) sum of U/k over its phases.
+  const int n = t.numRanks();
+  double perByte = 0, boundPerByte = 0;
+  for (auto &[phase, f] : forests) {
+    perByte += f.u.value() / f.k * 1e-9 / n;
+    boundPerByte += f.bound.lambda.value() * 1e-9 / n;
+  }
+  double time = *bytes * perByte, boundTime = *bytes * boundPerByte;
+  double busFactor = opts.collective == "allreduce" ? 2.0 * (n - 1) / n
+                                                    : (n - 1.0) / n;
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (opts.format == "json") {
+    llvm::json::Array fj;
+    for (auto &[phase, f] : forests)
+      fj.push_back(forestJson(t, f, phase));
+    llvm::json::Object root{
+        {"format", "topocc-trees/v1"},
+        {"topology", t.name()},
+        {"scenario", opts.scenario},
+        {"collective", opts.collective},
+        {"ranks", n},
+        {"bytes", *bytes},
+        {"predicted",
+         llvm::json::Object{{"time_s", time},
+                            {"algbw", *bytes / time},
+                            {"busbw", *bytes / time * busFactor}}},
+        {"bound", llvm::json::Object{{"time_s", boundTime},
+                                     {"algbw", *bytes / boundTime},
+                                     {"busbw", *bytes / boundTime * busFactor}}},
+        {"forests", std::move(fj)}};
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+  } else {
+    os << "topology " << t.name();
+    if (!opts.scenario.empty())
+      os << " (scenario " << opts.scenario << ")";
+    os << llvm::formatv(": {0} GPUs; {1} trees\n", n, opts.collective);
+    os << llvm::formatv(
+        "predicted: time {0}  algbw {1:F2} GB/s  busbw {2:F2} GB/s  ({3:F2}% "
+        "of the bound: algbw {4:F2} GB/s)\n",
+        timeText(time), *bytes / time / 1e9, *bytes / time * busFactor / 1e9,
+        100 * boundTime / time, *bytes / boundTime / 1e9);
+    for (auto &[phase, f] : forests)
+      printForest(os, t, f, phase, *bytes);
+  }
+  os.flush();
+  return writeOutputFile("-", out);
+}
+
+void registerTreesCommand(CLI::App &app) {
+  auto opts = std::make_shared<TreesOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "trees", "ForestColl spanning trees: k trees per root through switches, "
+               "predicted throughput vs the exact bound");
+  cmd->add_option("topology", opts->file, "Topology YAML file")->required();
+  cmd->add_option("--collective", opts->collective,
+                  "allgather, reducescatter or allreduce")
+      ->capture_default_str();
+  cmd->add_option("--trees-per-root", opts->treesPerRoot,
+                  "Trees per root K (the best schedule with exactly K), or "
+                  "auto (the optimum's k)")
+      ->capture_default_str();
+  cmd->add_option("--policy", opts->policy,
+                  "Switch splitting: proposal (fast, spread fallback), spread "
+                  "(shallow trees) or greedy")
+      ->capture_default_str();
+  cmd->add_option("--size", opts->size,
+                  "Message size M (K/M/G are powers of 1024)")
+      ->capture_default_str();
+  cmd->add_option("--scenario", opts->scenario,
+                  "Apply this named scenario first");
+  cmd->add_option("--capacity", opts->capacity,
+                  "Link capacities: raw (line rate) or effective")
+      ->capture_default_str();
+  cmd->add_option("--format", opts->format, "Output format: text or json")
+      ->capture_default_str();
+  cmd->add_flag("--time-stages", opts->timeStages,
+                "Print each stage's wall time to stderr");
+  cmd->callback([opts] {
+    if (auto err = runTrees(*opts))
+      commandExitCode() = reportError(std::move(err));
+    else
+      commandExitCode() = kExitOk;
+  });
+}
+
+static CommandRegistration reg("trees", registerTreesCommand);
+
+} // namespace
+
+} // namespace topocc::driver
