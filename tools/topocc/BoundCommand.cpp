@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/analysis/CostModel.h"
 #include "tools/topocc/Driver.h"
 
 #include "compiler/analysis/Bound.h"
@@ -35,52 +36,6 @@ struct BoundOptions {
   std::string capacity = "raw";
   std::string format = "text";
 };
-
-/// nccl-tests sizes: a positive number with an optional K/M/G suffix
-/// (powers of 1024), optionally followed by B.
-llvm::Expected<double> parseSize(llvm::StringRef text) {
-  llvm::StringRef s = text.trim();
-  if (s.endswith("B") || s.endswith("b"))
-    s = s.drop_back();
-  double mult = 1;
-  if (!s.empty()) {
-    char c = s.back();
-    if (c == 'K' || c == 'k')
-      mult = 1024.0;
-    else if (c == 'M' || c == 'm')
-      mult = 1024.0 * 1024;
-    else if (c == 'G' || c == 'g')
-      mult = 1024.0 * 1024 * 1024;
-    if (mult != 1)
-      s = s.drop_back();
-  }
-  double v;
-  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
-    return makeUserError("invalid --size '" + text +
-                         "' (expected a positive number with an optional "
-                         "K, M or G suffix, powers of 1024: 64M, 1G)");
-  return v * mult;
-}
-
-/// Shortest decimal text with at most 3 decimals ("300", "12.5").
-std::string plainNumber(double v) {
-  std::string s = llvm::formatv("{0:F3}", v).str();
-  while (!s.empty() && s.back() == '0')
-    s.pop_back();
-  if (!s.empty() && s.back() == '.')
-    s.pop_back();
-  return s;
-}
-
-std::string sizeText(double b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return plainNumber(b) + " " + units[u];
-}
 
 std::string timeText(double s) {
   if (s < 1e-3)
@@ -213,7 +168,7 @@ llvm::Error runBound(const BoundOptions &opts) {
   else
     return makeUserError("unknown --capacity '" + opts.capacity +
                          "' (expected raw or effective)");
-  auto bytes = parseSize(opts.size);
+  auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
   auto topo = topo::loadTopologyFile(opts.file);

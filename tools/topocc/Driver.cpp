@@ -5,6 +5,7 @@
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 
 #include <map>
@@ -71,6 +72,25 @@ llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
     return makeUserError("cannot write '" + path + "': " + msg);
   }
   return llvm::Error::success();
+}
+
+std::string plainNumber(double v) {
+  std::string s = llvm::formatv("{0:F3}", v).str();
+  while (!s.empty() && s.back() == '0')
+    s.pop_back();
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+
+std::string sizeText(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return plainNumber(b) + " " + units[u];
 }
 
 llvm::Error checkFormat(llvm::StringRef format) {

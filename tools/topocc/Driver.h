@@ -32,6 +32,11 @@ int &commandExitCode();
 /// the file cannot be written.
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text);
 
+/// Shortest decimal text with at most 3 decimals ("300", "12.5").
+std::string plainNumber(double v);
+/// A byte count in binary units, nccl-tests style ("64 MiB", "1.5 GiB").
+std::string sizeText(double bytes);
+
 /// "text" or "json"; user error otherwise.
 llvm::Error checkFormat(llvm::StringRef format);
 

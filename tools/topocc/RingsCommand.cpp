@@ -58,27 +58,6 @@ std::string timeText(double s) {
   return llvm::formatv("{0:F3} s", s).str();
 }
 
-/// Shortest decimal text of a size mantissa ("1", "64", "1.5").
-std::string plainNumber(double v) {
-  std::string s = llvm::formatv("{0:F3}", v).str();
-  while (!s.empty() && s.back() == '0')
-    s.pop_back();
-  if (!s.empty() && s.back() == '.')
-    s.pop_back();
-  return s;
-}
-
-std::string sizeText(double b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0} {1}", plainNumber(b), units[u])
-      .str();
-}
-
 llvm::json::Object costJson(const analysis::CostReport &r) {
   llvm::json::Object o{{"time_s", r.time},
                        {"bandwidth_time_s", r.bandwidthTime},

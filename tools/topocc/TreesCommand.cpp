@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/analysis/CostModel.h"
 #include "tools/topocc/Driver.h"
 
 #include "compiler/algorithms/ForestColl.h"
@@ -41,30 +42,6 @@ struct TreesOptions {
   std::string format = "text";
   bool timeStages = false;
 };
-
-llvm::Expected<double> parseSize(llvm::StringRef text) {
-  llvm::StringRef s = text.trim();
-  if (s.endswith("B") || s.endswith("b"))
-    s = s.drop_back();
-  double mult = 1;
-  if (!s.empty()) {
-    char c = s.back();
-    if (c == 'K' || c == 'k')
-      mult = 1024.0;
-    else if (c == 'M' || c == 'm')
-      mult = 1024.0 * 1024;
-    else if (c == 'G' || c == 'g')
-      mult = 1024.0 * 1024 * 1024;
-    if (mult != 1)
-      s = s.drop_back();
-  }
-  double v;
-  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
-    return makeUserError("invalid --size '" + text +
-                         "' (expected a positive number with an optional "
-                         "K, M or G suffix, powers of 1024: 64M, 1G)");
-  return v * mult;
-}
 
 std::string timeText(double s) {
   if (s < 1e-3)
@@ -209,7 +186,7 @@ llvm::Error runTrees(const TreesOptions &opts) {
   else
     return makeUserError("unknown --capacity '" + opts.capacity +
                          "' (expected raw or effective)");
-  auto bytes = parseSize(opts.size);
+  auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
   auto topo = topo::loadTopologyFile(opts.file);
