@@ -171,12 +171,9 @@ llvm::Error runBound(const BoundOptions &opts) {
   auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
-  auto topo = topo::loadTopologyFile(opts.file);
+  auto topo = loadTopology(opts.file, opts.scenario);
   if (!topo)
     return topo.takeError();
-  if (!opts.scenario.empty())
-    if (auto err = topo::applyScenario(*topo, opts.scenario))
-      return err;
   const topo::Topology &t = *topo;
   auto bound = analysis::computeBound(t, kind);
   if (!bound)
@@ -248,12 +245,7 @@ void registerBoundCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--format", opts->format, "Output format: text or json")
       ->capture_default_str();
-  cmd->callback([opts] {
-    if (auto err = runBound(*opts))
-      commandExitCode() = reportError(std::move(err));
-    else
-      commandExitCode() = kExitOk;
-  });
+  cmd->callback([opts] { finishCommand(runBound(*opts)); });
 }
 
 static CommandRegistration reg("bound", registerBoundCommand);

@@ -249,12 +249,9 @@ llvm::Error runCompile(const CompileOptions &opts) {
         return ring.takeError();
       req.ringOrder = std::move(*ring);
     }
-    auto topo = topo::loadTopologyFile(opts.topology);
+    auto topo = loadTopology(opts.topology, opts.scenario);
     if (!topo)
       return topo.takeError();
-    if (!opts.scenario.empty())
-      if (auto err = topo::applyScenario(*topo, opts.scenario))
-        return err;
     meta.topologyName = topo->name().str();
     meta.topologyHash = backends::topologyHash(*topo);
     req.name =
@@ -364,12 +361,7 @@ void registerCompileCommand(CLI::App &app) {
                   "assign-threadblocks, legalize-dependencies) on --input-ir");
   cmd->add_option("--input-ir", opts->inputIr,
                   "Textual schedule IR for --run-pass");
-  cmd->callback([opts] {
-    if (auto err = runCompile(*opts))
-      commandExitCode() = reportError(std::move(err));
-    else
-      commandExitCode() = kExitOk;
-  });
+  cmd->callback([opts] { finishCommand(runCompile(*opts)); });
 }
 
 } // namespace topocc::driver

@@ -35,6 +35,21 @@ int &commandExitCode() {
   return code;
 }
 
+void finishCommand(llvm::Error err) {
+  commandExitCode() = err ? reportError(std::move(err)) : kExitOk;
+}
+
+llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
+                                            llvm::StringRef scenario) {
+  auto t = topo::loadTopologyFile(path);
+  if (!t)
+    return t.takeError();
+  if (!scenario.empty())
+    if (auto err = topo::applyScenario(*t, scenario))
+      return err;
+  return t;
+}
+
 int reportError(llvm::Error err) {
   int code = kExitUser;
   llvm::handleAllErrors(

@@ -8,6 +8,8 @@
 #ifndef TOPOCC_TOOLS_DRIVER_H
 #define TOPOCC_TOOLS_DRIVER_H
 
+#include "compiler/topology/Topology.h"
+
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -27,6 +29,13 @@ int reportError(llvm::Error err);
 
 /// Exit code of the subcommand that ran; set by subcommand callbacks.
 int &commandExitCode();
+
+/// Sets the exit code from a subcommand's result (reporting the error).
+void finishCommand(llvm::Error err);
+
+/// Loads a topology file and applies `scenario` when it is not empty.
+llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
+                                            llvm::StringRef scenario);
 
 /// Opens `path` for writing ("-" is stdout) and writes `text`; user error if
 /// the file cannot be written.

@@ -170,12 +170,9 @@ llvm::Error runRings(const RingsOptions &opts) {
                            "' (expected 1 to 64 or auto)");
     so.channels = c;
   }
-  auto topo = topo::loadTopologyFile(opts.file);
+  auto topo = loadTopology(opts.file, opts.scenario);
   if (!topo)
     return topo.takeError();
-  if (!opts.scenario.empty())
-    if (auto err = topo::applyScenario(*topo, opts.scenario))
-      return err;
   const topo::Topology &t = *topo;
   analysis::LinkModel m(t);
   auto start = std::chrono::steady_clock::now();
@@ -364,12 +361,7 @@ void registerRingsCommand(CLI::App &app) {
                   "Write the rings as an NCCL_GRAPH_FILE ('-' for stdout)");
   cmd->add_flag("--time-search", opts->timeSearch,
                 "Print the median search time of 5 runs to stderr");
-  cmd->callback([opts] {
-    if (auto err = runRings(*opts))
-      commandExitCode() = reportError(std::move(err));
-    else
-      commandExitCode() = kExitOk;
-  });
+  cmd->callback([opts] { finishCommand(runRings(*opts)); });
 }
 
 static CommandRegistration reg("rings", registerRingsCommand);

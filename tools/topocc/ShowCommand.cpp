@@ -27,12 +27,9 @@ struct ShowOptions {
 llvm::Error runShow(const ShowOptions &opts) {
   if (auto err = checkFormat(opts.format))
     return err;
-  auto topo = topo::loadTopologyFile(opts.file);
+  auto topo = loadTopology(opts.file, opts.scenario);
   if (!topo)
     return topo.takeError();
-  if (!opts.scenario.empty())
-    if (auto err = topo::applyScenario(*topo, opts.scenario))
-      return err;
   std::string out;
   llvm::raw_string_ostream os(out);
   if (opts.format == "json")
@@ -54,12 +51,7 @@ void registerShowCommand(CLI::App &app) {
                   "Apply this named scenario first");
   cmd->add_option("--format", opts->format, "Output format: text or json")
       ->capture_default_str();
-  cmd->callback([opts] {
-    if (auto err = runShow(*opts))
-      commandExitCode() = reportError(std::move(err));
-    else
-      commandExitCode() = kExitOk;
-  });
+  cmd->callback([opts] { finishCommand(runShow(*opts)); });
 }
 
 } // namespace topocc::driver

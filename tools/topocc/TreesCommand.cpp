@@ -189,12 +189,9 @@ llvm::Error runTrees(const TreesOptions &opts) {
   auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
-  auto topo = topo::loadTopologyFile(opts.file);
+  auto topo = loadTopology(opts.file, opts.scenario);
   if (!topo)
     return topo.takeError();
-  if (!opts.scenario.empty())
-    if (auto err = topo::applyScenario(*topo, opts.scenario))
-      return err;
   const topo::Topology &t = *topo;
   auto g = analysis::buildBoundGraph(t, kind);
   if (!g)
@@ -302,12 +299,7 @@ void registerTreesCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_flag("--time-stages", opts->timeStages,
                 "Print each stage's wall time to stderr");
-  cmd->callback([opts] {
-    if (auto err = runTrees(*opts))
-      commandExitCode() = reportError(std::move(err));
-    else
-      commandExitCode() = kExitOk;
-  });
+  cmd->callback([opts] { finishCommand(runTrees(*opts)); });
 }
 
 static CommandRegistration reg("trees", registerTreesCommand);

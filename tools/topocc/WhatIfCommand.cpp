@@ -337,12 +337,7 @@ void registerWhatIfCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "Output file ('-': stdout)")
       ->capture_default_str();
-  cmd->callback([opts] {
-    if (auto err = runWhatIfCommand(*opts))
-      commandExitCode() = reportError(std::move(err));
-    else
-      commandExitCode() = kExitOk;
-  });
+  cmd->callback([opts] { finishCommand(runWhatIfCommand(*opts)); });
 }
 
 static CommandRegistration reg("whatif", registerWhatIfCommand);
