@@ -7,6 +7,8 @@
 
 #include "ir/Schedule.h"
 
+#include <cassert>
+
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -185,6 +187,34 @@ std::vector<MsgEnds> indexMessages(const Schedule &s) {
     }
   }
   return ends;
+}
+
+Op makeSend(BufferRef src, RankId to, MsgId msg) {
+  Op op;
+  op.kind = OpKind::Send;
+  op.src = src;
+  op.sendPeer = to;
+  op.sendMsg = msg;
+  return op;
+}
+
+Op makeRecv(BufferRef dst, RankId from, MsgId msg) {
+  Op op;
+  op.kind = OpKind::Recv;
+  op.dst = dst;
+  op.recvPeer = from;
+  op.recvMsg = msg;
+  return op;
+}
+
+Op makeLocal(OpKind kind, BufferRef dst, BufferRef src) {
+  assert((kind == OpKind::Copy || kind == OpKind::Reduce) &&
+         "makeLocal builds copy and reduce");
+  Op op;
+  op.kind = kind;
+  op.src = src;
+  op.dst = dst;
+  return op;
 }
 
 } // namespace topocc::ir

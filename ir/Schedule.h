@@ -131,6 +131,12 @@ struct Op {
   int32_t wireCount() const;
 };
 
+/// Op constructors for lowerings (no deps, channel or threadblock yet).
+Op makeSend(BufferRef src, RankId to, MsgId msg);
+Op makeRecv(BufferRef dst, RankId from, MsgId msg);
+/// A local op reading `src` and writing `dst`: copy, or reduce (dst += src).
+Op makeLocal(OpKind kind, BufferRef dst, BufferRef src);
+
 /// The ops of one rank. Before ThreadblocksAssigned only `deps` order ops;
 /// from ThreadblocksAssigned on, ops of one threadblock execute in list order
 /// (program order), and each threadblock's ops are listed in that order.

@@ -493,4 +493,13 @@ BoundNumbers boundNumbers(const BoundResult &b, ir::Collective c,
   return r;
 }
 
+llvm::Expected<CapacityKind> parseCapacityKind(llvm::StringRef text) {
+  if (text == "raw")
+    return CapacityKind::Raw;
+  if (text == "effective")
+    return CapacityKind::Effective;
+  return makeUserError("unknown --capacity '" + text +
+                       "' (expected raw or effective)");
+}
+
 } // namespace topocc::analysis

@@ -102,6 +102,8 @@ struct BoundGraph {
 };
 
 enum class CapacityKind { Raw, Effective };
+/// "raw" or "effective" (the --capacity option); user error otherwise.
+llvm::Expected<CapacityKind> parseCapacityKind(llvm::StringRef text);
 
 /// Builds the integer digraph of `t`: one vertex per device, two arcs per
 /// link (count x bandwidth per direction, x efficiency for Effective).

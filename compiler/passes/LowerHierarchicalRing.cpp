@@ -77,28 +77,17 @@ private:
     return b;
   }
   void emitSend(RankId r, BufferRef src, RankId to, MsgId m) {
-    Op op;
-    op.kind = OpKind::Send;
-    op.src = src;
-    op.sendPeer = to;
-    op.sendMsg = m;
-    emit(r, std::move(op));
+    emit(r, makeSend(src, to, m));
   }
+
   void emitRecv(RankId r, BufferRef dst, RankId from, MsgId m) {
-    Op op;
-    op.kind = OpKind::Recv;
-    op.dst = dst;
-    op.recvPeer = from;
-    op.recvMsg = m;
-    emit(r, std::move(op));
+    emit(r, makeRecv(dst, from, m));
   }
+
   void emitBinary(OpKind kind, RankId r, BufferRef dst, BufferRef src) {
-    Op op;
-    op.kind = kind;
-    op.src = src;
-    op.dst = dst;
-    emit(r, std::move(op));
+    emit(r, makeLocal(kind, dst, src));
   }
+
 
   /// One ring phase over `groups` (each a list of ranks in ring order, all of
   /// the same size). ReduceScatter reads contributions from `src` and leaves

@@ -93,36 +93,22 @@ private:
     last = static_cast<OpId>(ops.size() - 1);
   }
   void emitSend(RankId r, BufferRef src, RankId to, MsgId m) {
-    Op op;
-    op.kind = OpKind::Send;
-    op.src = src;
-    op.sendPeer = to;
-    op.sendMsg = m;
-    emit(r, std::move(op));
+    emit(r, makeSend(src, to, m));
   }
+
   void emitRecv(RankId r, BufferRef dst, RankId from, MsgId m) {
-    Op op;
-    op.kind = OpKind::Recv;
-    op.dst = dst;
-    op.recvPeer = from;
-    op.recvMsg = m;
-    emit(r, std::move(op));
+    emit(r, makeRecv(dst, from, m));
   }
+
   /// dst = dst + src
   void emitReduce(RankId r, BufferRef dst, BufferRef src) {
-    Op op;
-    op.kind = OpKind::Reduce;
-    op.src = src;
-    op.dst = dst;
-    emit(r, std::move(op));
+    emit(r, makeLocal(OpKind::Reduce, dst, src));
   }
+
   void emitCopy(RankId r, BufferRef dst, BufferRef src) {
-    Op op;
-    op.kind = OpKind::Copy;
-    op.src = src;
-    op.dst = dst;
-    emit(r, std::move(op));
+    emit(r, makeLocal(OpKind::Copy, dst, src));
   }
+
 
   void lowerChannel(int32_t p, int32_t ch);
 

@@ -160,14 +160,10 @@ void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
 llvm::Error runBound(const BoundOptions &opts) {
   if (auto err = checkFormat(opts.format))
     return err;
-  analysis::CapacityKind kind;
-  if (opts.capacity == "raw")
-    kind = analysis::CapacityKind::Raw;
-  else if (opts.capacity == "effective")
-    kind = analysis::CapacityKind::Effective;
-  else
-    return makeUserError("unknown --capacity '" + opts.capacity +
-                         "' (expected raw or effective)");
+  auto capacity = analysis::parseCapacityKind(opts.capacity);
+  if (!capacity)
+    return capacity.takeError();
+  analysis::CapacityKind kind = *capacity;
   auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();

@@ -178,14 +178,10 @@ llvm::Error runTrees(const TreesOptions &opts) {
                            "' (expected 1 to 1000 or auto)");
     fo.treesPerRoot = k;
   }
-  analysis::CapacityKind kind;
-  if (opts.capacity == "raw")
-    kind = analysis::CapacityKind::Raw;
-  else if (opts.capacity == "effective")
-    kind = analysis::CapacityKind::Effective;
-  else
-    return makeUserError("unknown --capacity '" + opts.capacity +
-                         "' (expected raw or effective)");
+  auto capacity = analysis::parseCapacityKind(opts.capacity);
+  if (!capacity)
+    return capacity.takeError();
+  analysis::CapacityKind kind = *capacity;
   auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
