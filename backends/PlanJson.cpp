@@ -11,6 +11,7 @@
 
 #include "compiler/topology/Topology.h"
 #include "ir/Printer.h"
+#include "ir/Semantics.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 
@@ -162,9 +163,29 @@ std::string quoted(llvm::StringRef s) {
 
 } // namespace
 
+llvm::Error verifyPlanSchedule(const ir::Schedule &s, double errorBound) {
+  if (!(errorBound > 0))
+    return ir::verifySchedule(s);
+  ir::VerifyOptions structural;
+  structural.checkSemantics = false;
+  if (auto err = ir::verifySchedule(s, structural))
+    return err;
+  auto result = ir::execute(s);
+  if (!result)
+    return result.takeError();
+  std::vector<double> error = ir::outputError(s, *result);
+  for (size_t r = 0; r < error.size(); ++r)
+    if (!(error[r] <= errorBound * (1 + 1e-9) + 1e-12))
+      return makeUserError(llvm::formatv(
+          "rank {0}'s output deviates from the exact {1} by {2:e} in a "
+          "coefficient, above the plan's error bound {3:e}",
+          r, ir::collectiveName(s.collective), error[r], errorBound));
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::string> planToJson(const ir::Schedule &s,
                                        const PlanMeta &meta) {
-  if (auto err = ir::verifySchedule(s))
+  if (auto err = verifyPlanSchedule(s, meta.errorBound))
     return makeUserError("cannot write a plan for a schedule that fails "
                          "verification:\n" +
                          llvm::toString(std::move(err)));
@@ -177,6 +198,8 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
   os << "  \"topology\": {\"name\": " << quoted(meta.topologyName)
      << ", \"hash\": " << quoted(formatHash(meta.topologyHash)) << "},\n";
   os << "  \"algorithm\": " << quoted(meta.algorithm) << ",\n";
+  if (meta.errorBound > 0)
+    os << "  \"errorBound\": " << json::Value(meta.errorBound) << ",\n";
   os << "  \"name\": " << quoted(s.name) << ",\n";
   os << "  \"collective\": " << quoted(ir::collectiveName(s.collective))
      << ",\n";
@@ -536,7 +559,7 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
     return rd.takeError();
   rd.noUnknownKeys(*top, "$",
                    {"format", "version", "generator", "topology", "algorithm",
-                    "name", "collective", "inplace", "root", "dtypes", "redop",
+                    "errorBound", "name", "collective", "inplace", "root", "dtypes", "redop",
                     "chunking", "stage", "ranks", "chunksPerLoop", "channels",
                     "messages", "contentHash", "programs"});
 
@@ -557,6 +580,14 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
   }
   if (auto a = rd.string(*top, "$", "algorithm"))
     plan.meta.algorithm = a->str();
+  if (top->get("errorBound")) {
+    std::optional<double> e = rd.number(*top, "$", "errorBound");
+    if (e && !(*e > 0))
+      rd.error("$.errorBound", "expected a positive number (omit it for an "
+                               "exact plan)");
+    else if (e)
+      plan.meta.errorBound = *e;
+  }
   if (auto n = rd.string(*top, "$", "name"))
     s.name = n->str();
   if (auto c = rd.string(*top, "$", "collective")) {
@@ -673,7 +704,7 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
                            formatHash(plan.contentHash)));
   if (!rd.ok())
     return rd.takeError();
-  if (auto err = ir::verifySchedule(s))
+  if (auto err = verifyPlanSchedule(s, plan.meta.errorBound))
     return makeDiagError(SourceLoc{fileName.str(), 0, 0},
                          "the plan's schedule fails verification:\n" +
                              llvm::toString(std::move(err)));

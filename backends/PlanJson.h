@@ -33,7 +33,17 @@ struct PlanMeta {
   std::string topologyName;         ///< empty when not compiled from a file
   uint64_t topologyHash = 0;        ///< topologyHash() of it, 0 when none
   std::string algorithm;            ///< "ring", ...
+  /// Coded (CERAR) plans: the design's worst per-rank error operator norm,
+  /// which bounds every output coefficient's deviation from the exact
+  /// collective; 0 for exact plans (the full postcondition is checked).
+  double errorBound = 0;
 };
+
+/// The check every plan goes through when written, loaded or run: the full
+/// verifier (ir::verifySchedule) for exact plans; for coded ones
+/// (errorBound > 0) structure, deadlock and races, then every output
+/// coefficient within errorBound of the collective's.
+llvm::Error verifyPlanSchedule(const ir::Schedule &s, double errorBound);
 
 /// A loaded plan: the (re-verified) schedule, its metadata and the hash of
 /// its schedule content (planContentHash), which ranks compare at run time.

@@ -7,13 +7,19 @@
 
 #include "compiler/Pipeline.h"
 
+#include "compiler/algorithms/CerarPolicy.h"
+#include "compiler/algorithms/CerarVerify.h"
+#include "compiler/algorithms/ForestColl.h"
 #include "compiler/algorithms/RingSearch.h"
+#include "compiler/analysis/Bound.h"
 #include "compiler/passes/AssignChannels.h"
 #include "compiler/passes/AssignThreadblocks.h"
 #include "compiler/passes/Fuse.h"
 #include "compiler/passes/LegalizeDependencies.h"
+#include "compiler/passes/LowerCerar.h"
 #include "compiler/passes/LowerHierarchicalRing.h"
 #include "compiler/passes/LowerRing.h"
+#include "compiler/passes/LowerTrees.h"
 #include "compiler/passes/SplitChannels.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -26,6 +32,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 
 namespace topocc {
@@ -84,7 +91,8 @@ llvm::Error passBroke(llvm::StringRef pass,
 /// when `verify` (keeping a copy of the input for the report).
 llvm::Error runPass(llvm::StringRef name, Schedule &s, PassLogger &log,
                     bool verify,
-                    const std::function<llvm::Error(Schedule &)> &pass) {
+                    const std::function<llvm::Error(Schedule &)> &pass,
+                    const ir::VerifyOptions &vopts = {}) {
   std::optional<Schedule> before;
   if (verify)
     before = s;
@@ -97,7 +105,7 @@ llvm::Error runPass(llvm::StringRef name, Schedule &s, PassLogger &log,
     return err;
   log.afterPass(name, s);
   if (verify)
-    if (llvm::Error problems = ir::verifySchedule(s))
+    if (llvm::Error problems = ir::verifySchedule(s, vopts))
       return passBroke(name, before, s, std::move(problems));
   return llvm::Error::success();
 }
@@ -167,6 +175,10 @@ struct Lowered {
   std::vector<ChannelRing> rings;
   std::vector<analysis::RingChannel> searched;
   std::string source;
+  std::vector<std::string> explain;
+  /// CERAR: the code the schedule implements (checked again at the end).
+  std::optional<cerar::Design> design;
+  std::vector<int> cerarRing;
 };
 
 /// The ring algorithm: explicit order, rank order, or the ring search's
@@ -288,6 +300,326 @@ llvm::Expected<Lowered> lowerHierAlgorithm(const topo::Topology *t,
   return out;
 }
 
+} // namespace
+
+passes::TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks) {
+  passes::TreeSet set;
+  set.unitsPerRoot = static_cast<int32_t>(f.k);
+  std::vector<int32_t> next(numRanks, 0);
+  for (const algorithms::PackedTree &pt : f.trees.trees) {
+    passes::LoweringTree lt;
+    lt.root = pt.root;
+    lt.units = static_cast<int32_t>(pt.mult);
+    lt.firstUnit = next[pt.root];
+    next[pt.root] += lt.units;
+    for (int p : pt.parent)
+      lt.parent.push_back(p < 0 ? ir::kNone : p);
+    set.trees.push_back(std::move(lt));
+  }
+  return set;
+}
+
+namespace {
+
+/// Whether every arc of `g` has a reverse arc of the same capacity (then the
+/// allgather out-trees, reversed, are reduce in-trees with the same units).
+bool isSymmetric(const analysis::BoundGraph &g) {
+  std::map<std::pair<int, int>, int64_t> cap;
+  for (const analysis::BoundGraph::Arc &a : g.arcs)
+    cap[{a.from, a.to}] += a.cap;
+  for (const auto &[arc, c] : cap) {
+    auto it = cap.find({arc.second, arc.first});
+    if (it == cap.end() || it->second != c)
+      return false;
+  }
+  return true;
+}
+
+/// The trees algorithm: ForestColl spanning trees (allgather: out-trees of
+/// the topology; reduce-scatter: out-trees of the reversed graph used as
+/// in-trees; allreduce: reduce up in-trees, broadcast down out-trees, one
+/// packing for both when every link is symmetric), lowered to chains.
+struct TreePlan {
+  passes::TreeLoweringOptions lowering;
+  std::vector<std::string> phases; ///< one description per packing
+  double perByte = 0, boundPerByte = 0; ///< sum over phases of U/k, lambda*
+};
+
+/// The trees of the request (bound, units, switch splitting, packing per
+/// orientation): what build-trees does before lower-trees.
+llvm::Expected<TreePlan> buildTrees(const topo::Topology *t,
+                                    const CompileRequest &req) {
+  if (!t)
+    return makeUserError("--algorithm trees needs the topology: the trees "
+                         "are packed on its links");
+  if (!req.ringOrder.empty() || req.rankOrder)
+    return makeUserError("--ring applies to --algorithm ring, not trees");
+  if (req.channels != 1)
+    return makeUserError("--channels applies to the ring algorithms; "
+                         "--algorithm trees gives every tree chain its own "
+                         "channel");
+  if (req.treesPerRoot < 0 || req.treesPerRoot > 1000)
+    return makeUserError(llvm::formatv(
+        "--trees-per-root must be between 1 and 1000, got {0}",
+        req.treesPerRoot));
+  auto g = analysis::buildBoundGraph(*t, analysis::CapacityKind::Raw);
+  if (!g)
+    return g.takeError();
+  algorithms::ForestOptions fo;
+  fo.treesPerRoot = req.treesPerRoot;
+  const ir::Collective c = req.collective;
+  const int32_t n = t->numRanks();
+  TreePlan plan;
+  passes::TreeLoweringOptions &lo = plan.lowering;
+  lo.collective = c;
+  lo.numRanks = n;
+  lo.chunks = req.chunks;
+  lo.inplace = req.inplace;
+  lo.name = req.name;
+  std::vector<std::string> &phases = plan.phases;
+  double &perByte = plan.perByte, &boundPerByte = plan.boundPerByte;
+  auto describe = [&](const algorithms::Forest &f, llvm::StringRef what) {
+    perByte += f.u.value() / f.k;
+    boundPerByte += f.bound.lambda.value();
+    phases.push_back(llvm::formatv("{0}: k = {1}, {2} trees, height max {3} "
+                                   "mean {4:F2}",
+                                   what, f.k, f.trees.trees.size(),
+                                   f.trees.maxHeight, f.trees.meanHeight)
+                         .str());
+  };
+  const bool oneForest = c == ir::Collective::AllReduce && isSymmetric(*g);
+  if (c != ir::Collective::ReduceScatter) {
+    fo.reversed = false;
+    auto f = algorithms::buildForest(*g, fo);
+    if (!f)
+      return f.takeError();
+    lo.broadcast = forestTreeSet(*f, n);
+    describe(*f, oneForest ? "reduce and broadcast trees" : "broadcast trees");
+    if (oneForest) {
+      lo.reduce = lo.broadcast;
+      perByte *= 2;
+      boundPerByte *= 2;
+    }
+  }
+  if (c != ir::Collective::AllGather && !oneForest) {
+    fo.reversed = true;
+    auto f = algorithms::buildForest(*g, fo);
+    if (!f)
+      return f.takeError();
+    lo.reduce = forestTreeSet(*f, n);
+    describe(*f, "reduce trees");
+  }
+  return plan;
+}
+
+/// Lowers the trees of build-trees; `context` gets what the lowering chose
+/// (for the errors of the later passes).
+llvm::Expected<Lowered> lowerTreesAlgorithm(const TreePlan &plan,
+                                            const CompileRequest &req,
+                                            std::string &context) {
+  const int32_t n = plan.lowering.numRanks;
+  const double perByte = plan.perByte, boundPerByte = plan.boundPerByte;
+  const std::vector<std::string> &phases = plan.phases;
+  passes::TreeLoweringInfo info;
+  auto lowered = passes::lowerTrees(plan.lowering, &info);
+  if (!lowered)
+    return lowered.takeError();
+  Lowered out;
+  out.schedule = std::move(*lowered);
+  // Bandwidth term only: (M/N) U/k per phase against (M/N) lambda*.
+  double algbw = n / perByte * 1e9, bound = n / boundPerByte * 1e9;
+  out.source = llvm::formatv("{0}; {1} chains on {2} channel{3}, {4} "
+                             "chunk{5} per tree; predicted algbw {6:F2} GB/s, "
+                             "{7:F2}% of the bound {8:F2} GB/s",
+                             llvm::join(phases, "; "), info.chains,
+                             info.channels, info.channels == 1 ? "" : "s",
+                             req.chunks, req.chunks == 1 ? "" : "s",
+                             algbw / 1e9, 100 * algbw / bound, bound / 1e9)
+                   .str();
+  context = llvm::formatv("--algorithm trees ({0} unit{1} per root, {2} "
+                          "chains on {3} channel{4}, {5} chunk{6} per tree): ",
+                          info.unitsPerRoot, info.unitsPerRoot == 1 ? "" : "s",
+                          info.chains, info.channels,
+                          info.channels == 1 ? "" : "s", req.chunks,
+                          req.chunks == 1 ? "" : "s")
+                .str();
+  return out;
+}
+
+/// CERAR's policy and design for the request (--algorithm cerar: forced;
+/// auto: the design is empty when the exact ring wins, with the reason).
+llvm::Expected<cerar::CerarPlan> designCerar(const topo::Topology *t,
+                                             const CompileRequest &req,
+                                             bool force) {
+  if (!t)
+    return makeUserError("--algorithm cerar needs the topology: its "
+                         "parameters follow the ring's bottleneck link");
+  if (req.collective != ir::Collective::AllReduce)
+    return makeUserError(llvm::formatv(
+        "--algorithm cerar is a coded all-reduce; {0} has no CERAR form (use "
+        "ring or trees)",
+        ir::collectiveName(req.collective)));
+  if (req.channels != 1)
+    return makeUserError("--channels applies to the ring algorithms; CERAR "
+                         "runs on one ring");
+  if (req.chunks != 1)
+    return makeUserError("--chunks applies to the ring and trees algorithms; "
+                         "CERAR's messages are its components (--components)");
+  auto wire = cerar::wireDtypeFromName(req.wireDtype);
+  if (!wire)
+    return makeUserError("unknown --wire-dtype '" + req.wireDtype +
+                         "'; expected 'fp32', 'fp16' or 'bf16'");
+  if (req.tolerance < 0 || !std::isfinite(req.tolerance))
+    return makeUserError("--tolerance must be a non-negative number");
+  if (req.components < 0)
+    return makeUserError("--components must be positive");
+  cerar::CerarRequest cr;
+  cr.bytes = req.bytes;
+  cr.policy.tolerance = req.tolerance;
+  cr.policy.wire = *wire;
+  cr.policy.kappaMax = req.kappaMax;
+  cr.components = req.components;
+  cr.force = force;
+  cr.seamOffset = req.seamOffset;
+  cr.inplace = req.inplace;
+  if (req.rankOrder)
+    for (int r = 0; r < t->numRanks(); ++r)
+      cr.ringOrder.push_back(r);
+  else
+    cr.ringOrder.assign(req.ringOrder.begin(), req.ringOrder.end());
+  return cerar::designCerarFor(*t, cr);
+}
+
+/// Lowers the design of `plan` on its ring (compiler/passes/LowerCerar.h).
+llvm::Expected<Lowered> lowerCerarAlgorithm(const cerar::CerarPlan &plan,
+                                            const CompileRequest &req) {
+  const cerar::Design &d = *plan.design;
+  passes::CerarLowerOptions lo;
+  lo.design = d;
+  lo.ringOrder.assign(plan.ringOrder.begin(), plan.ringOrder.end());
+  lo.seamOffset = req.seamOffset;
+  lo.inplace = req.inplace;
+  lo.name = req.name;
+  auto lowered = passes::lowerCerar(lo);
+  if (!lowered)
+    return lowered.takeError();
+  Lowered out;
+  out.schedule = std::move(*lowered);
+  std::vector<std::string> order;
+  for (int r : plan.ringOrder)
+    order.push_back(std::to_string(r));
+  out.source =
+      llvm::formatv("CERAR c = {0} on {1} ranks ({2} construction, {3} "
+                    "rounds), ring {4}, worst error operator norm {5:e}",
+                    d.components, d.ranks, cerar::constructionName(
+                                               d.construction),
+                    d.rounds, llvm::join(order, ","), d.worstError)
+          .str();
+  out.explain.push_back("cerar: " + plan.decision.reason);
+  out.design = d;
+  out.cerarRing = plan.ringOrder;
+  return out;
+}
+
+llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
+                                       int32_t numRanks,
+                                       const CompileRequest &req,
+                                       PassLogger &log);
+
+/// --algorithm auto: compiles every applicable algorithm (CERAR only with a
+/// tolerance) and keeps the one with the least predicted time at req.bytes
+/// (analysis::estimateSchedule on the final schedule; CERAR's time is the
+/// ring's estimate scaled by the policy's CERAR/ring ratio, CERAR.md 5.4),
+/// then compiles the winner again with the caller's logger.
+llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
+                                         const CompileRequest &req,
+                                         PassLogger &log) {
+  if (!t)
+    return makeUserError("--algorithm auto compares the algorithms on the "
+                         "topology; give one");
+  analysis::LinkModel m(*t);
+  std::vector<std::string> lines;
+  std::string best;
+  double bestTime = std::numeric_limits<double>::infinity(), ringTime = 0;
+  auto consider = [&](llvm::StringRef name, double time) {
+    lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us", name,
+                                  time * 1e6)
+                        .str());
+    if (time < bestTime) {
+      bestTime = time;
+      best = name.str();
+    }
+  };
+  const bool multiNode = nodeRanks(*t).size() >= 2;
+  for (Algorithm a : {Algorithm::Ring, Algorithm::HierRing, Algorithm::Trees}) {
+    llvm::StringRef name = algorithmName(a);
+    if (a == Algorithm::HierRing &&
+        (!multiNode || req.collective != ir::Collective::AllReduce)) {
+      lines.push_back(("auto: " + name + " not applicable (single node or "
+                       "not all-reduce)")
+                          .str());
+      continue;
+    }
+    CompileRequest sub = req;
+    sub.algorithm = name.str();
+    // --channels auto is the ring search's; the others take their own.
+    if (a != Algorithm::Ring && sub.channels == 0)
+      sub.channels = 1;
+    PassLogger quiet;
+    auto plan = compileOn(t, t->numRanks(), sub, quiet);
+    if (!plan) {
+      std::string why = llvm::toString(plan.takeError());
+      lines.push_back(("auto: " + name + " not applicable (" +
+                       llvm::StringRef(why).split('\n').first + ")")
+                          .str());
+      continue;
+    }
+    auto cost = analysis::estimateSchedule(plan->schedule, m, req.bytes);
+    if (!cost)
+      return cost.takeError();
+    if (a == Algorithm::Ring)
+      ringTime = cost->time;
+    consider(name, cost->time);
+  }
+  if (!(req.tolerance > 0) || req.collective != ir::Collective::AllReduce ||
+      ringTime <= 0) {
+    lines.push_back("auto: cerar not considered (it needs --tolerance and "
+                    "an all-reduce)");
+  } else if (!req.allowCoded) {
+    lines.push_back("auto: cerar not considered (the output format cannot "
+                    "carry coded schedules)");
+  } else {
+    CompileRequest sub = req;
+    sub.channels = 1;
+    sub.chunks = 1;
+    auto cp = designCerar(t, sub, /*force=*/false);
+    if (!cp)
+      return cp.takeError();
+    if (!cp->design)
+      lines.push_back("auto: cerar not chosen (" + cp->decision.reason + ")");
+    else
+      consider("cerar", ringTime * cp->decision.cerarTime /
+                            cp->decision.ringTime);
+  }
+  if (best.empty())
+    return makeUserError("--algorithm auto: no algorithm applies:\n" +
+                         llvm::join(lines, "\n"));
+  CompileRequest win = req;
+  win.algorithm = best;
+  if (best != "ring" && win.channels == 0)
+    win.channels = 1;
+  if (best == "cerar") {
+    win.channels = 1;
+    win.chunks = 1;
+  }
+  auto plan = compileOn(t, t->numRanks(), win, log);
+  if (!plan)
+    return plan.takeError();
+  lines.push_back("auto: chose " + best);
+  plan->explain.insert(plan->explain.begin(), lines.begin(), lines.end());
+  return plan;
+}
+
 llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
                                        int32_t numRanks,
                                        const CompileRequest &req,
@@ -295,17 +627,61 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   if (auto err = checkRequest(req))
     return err;
   const Algorithm alg = cantFail(parseAlgorithm(req.algorithm));
+  // auto is a choice among the others, each compiled by this function.
+  if (alg == Algorithm::Auto)
+    return compileAuto(t, req, log);
   const bool each = req.verifyEach;
+  // Coded schedules with c > N are approximate by design: the exact
+  // postcondition is replaced by the check of the code's error operators
+  // at the end (cerar::verifyCerarSchedule).
+  ir::VerifyOptions vopts;
   Schedule s;
   Lowered info;
-  auto run = [&](llvm::StringRef pass, bool verify) {
-    return runPass(pass, s, log, verify, passNamed(pass, req));
+  // What a lowering chose, prefixed to the user errors of the later passes
+  // (which limit its choice exceeded).
+  std::string context;
+  auto run = [&](llvm::StringRef pass, bool verify) -> llvm::Error {
+    llvm::Error err =
+        runPass(pass, s, log, verify, passNamed(pass, req), vopts);
+    if (!err || context.empty() || err.isA<InternalError>())
+      return err;
+    std::string text;
+    llvm::handleAllErrors(
+        std::move(err),
+        [&](const DiagnosticError &d) {
+          for (const Diagnostic &diag : d.diagnostics())
+            text += (text.empty() ? "" : "; ") + diag.message;
+        },
+        [&](const llvm::ErrorInfoBase &b) { text += b.message(); });
+    return makeUserError(context + text);
   };
   // The one dispatch over algorithms: each lowering produces unfused
   // send/recv/reduce chains; the passes after it are shared.
-  std::string lowerName;
+  std::string lowerName, prepareName;
   std::function<llvm::Expected<Lowered>()> lowering;
+  // Work a lowering does before it emits ops (trees: the packing), timed
+  // on its own; optional.
+  std::function<llvm::Error()> prepare;
+  TreePlan treePlan;
+  cerar::CerarPlan cerarPlan;
   switch (alg) {
+  case Algorithm::Auto:
+    llvm_unreachable("auto is dispatched above");
+  case Algorithm::Cerar:
+    lowerName = "lower-cerar";
+    // Policy (c, eps) and the code's design, timed on their own.
+    prepareName = "design-cerar";
+    prepare = [&]() -> llvm::Error {
+      auto p = designCerar(t, req, /*force=*/true);
+      if (!p)
+        return p.takeError();
+      cerarPlan = std::move(*p);
+      if (cerarPlan.design->components > cerarPlan.design->ranks)
+        vopts.checkSemantics = false;
+      return llvm::Error::success();
+    };
+    lowering = [&] { return lowerCerarAlgorithm(cerarPlan, req); };
+    break;
   case Algorithm::Ring:
     lowerName = "lower-ring";
     lowering = [&] { return lowerRingAlgorithm(t, numRanks, req); };
@@ -314,6 +690,28 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
     lowerName = "lower-hier-ring";
     lowering = [&] { return lowerHierAlgorithm(t, req); };
     break;
+  case Algorithm::Trees:
+    lowerName = "lower-trees";
+    // The trees (bound, splitting, packing) are their own timed step.
+    prepareName = "build-trees";
+    prepare = [&]() -> llvm::Error {
+      auto p = buildTrees(t, req);
+      if (!p)
+        return p.takeError();
+      treePlan = std::move(*p);
+      return llvm::Error::success();
+    };
+    lowering = [&] { return lowerTreesAlgorithm(treePlan, req, context); };
+    break;
+  }
+  if (prepare) {
+    auto start = std::chrono::steady_clock::now();
+    llvm::Error err = prepare();
+    log.recordTime(prepareName, std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
+    if (err)
+      return err;
   }
   auto lower = [&](Schedule &out) -> llvm::Error {
     auto lowered = lowering();
@@ -328,7 +726,7 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   if (auto err = runPass(lowerName, s, log, /*verify=*/false, lower))
     return err;
   // Always: a lowering bug must be caught where it is made, with its IR.
-  if (llvm::Error problems = ir::verifySchedule(s))
+  if (llvm::Error problems = ir::verifySchedule(s, vopts))
     return passBroke(lowerName, std::nullopt, s, std::move(problems));
   // MSCCL's fused primitives (rcs, rrs, rrc, rrcs) halve steps and copies.
   if (auto err = run("fuse", each))
@@ -348,32 +746,59 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   if (auto err = run("legalize-dependencies", /*verify=*/true))
     return err;
   CompiledPlan plan;
+  // A coded schedule must still implement its code after every pass: each
+  // rank's error operator equals the design's (exactness when c <= N).
+  if (info.design) {
+    auto chk = cerar::verifyCerarSchedule(s, *info.design, info.cerarRing,
+                                          req.seamOffset);
+    if (!chk)
+      return makeInternalError("the CERAR schedule no longer matches its "
+                               "code after the passes (a bug in topocc): " +
+                               llvm::toString(chk.takeError()));
+    plan.coded = true;
+    plan.codedError = info.design->worstError;
+  }
   plan.schedule = std::move(s);
   plan.algorithm = algorithmName(alg).str();
   plan.rings = std::move(info.rings);
   plan.searched = std::move(info.searched);
   plan.source = std::move(info.source);
+  plan.explain = std::move(info.explain);
   return plan;
 }
 
 } // namespace
 
+namespace {
+/// Every algorithm and its --algorithm name, in the order error messages
+/// list them.
+const std::pair<Algorithm, llvm::StringRef> kAlgorithms[] = {
+    {Algorithm::Ring, "ring"},
+    {Algorithm::HierRing, "hier-ring"},
+    {Algorithm::Trees, "trees"},
+    {Algorithm::Cerar, "cerar"},
+    {Algorithm::Auto, "auto"},
+};
+} // namespace
+
 llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name) {
-  if (name == "ring")
-    return Algorithm::Ring;
-  if (name == "hier-ring")
-    return Algorithm::HierRing;
-  return makeUserError("unknown --algorithm '" + name +
-                       "'; expected 'ring' or 'hier-ring'");
+  std::vector<std::string> known;
+  for (const auto &[a, text] : kAlgorithms) {
+    if (name == text)
+      return a;
+    known.push_back("'" + text.str() + "'");
+  }
+  std::string list = known.size() == 1 ? known[0] : "";
+  if (known.size() > 1)
+    list = llvm::join(llvm::ArrayRef<std::string>(known).drop_back(), ", ") +
+           " or " + known.back();
+  return makeUserError("unknown --algorithm '" + name + "'; expected " + list);
 }
 
 llvm::StringRef algorithmName(Algorithm a) {
-  switch (a) {
-  case Algorithm::Ring:
-    return "ring";
-  case Algorithm::HierRing:
-    return "hier-ring";
-  }
+  for (const auto &[alg, text] : kAlgorithms)
+    if (alg == a)
+      return text;
   llvm_unreachable("unknown algorithm");
 }
 

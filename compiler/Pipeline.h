@@ -13,7 +13,9 @@
 #define TOPOCC_COMPILER_PIPELINE_H
 
 #include "backends/NcclGraphXml.h"
+#include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/CostModel.h"
+#include "compiler/passes/LowerTrees.h"
 #include "compiler/topology/Topology.h"
 #include "ir/Schedule.h"
 
@@ -28,11 +30,13 @@
 
 namespace topocc {
 
-/// The lowerings compile() knows; add one here, in parseAlgorithm,
-/// algorithmName and the switch in compile().
-enum class Algorithm { Ring, HierRing };
+/// The lowerings compile() knows; add one here, to the name table in
+/// Pipeline.cpp (kAlgorithms) and to the switch in compileOn().
+enum class Algorithm { Ring, HierRing, Trees, Cerar, Auto };
 
-/// "ring" or "hier-ring"; user error naming the known ones otherwise.
+/// "ring", "hier-ring", "trees", "cerar", "auto"; user error naming the
+/// known ones otherwise. auto compiles every applicable algorithm and keeps
+/// the one the cost model predicts fastest for the request's size.
 llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name);
 llvm::StringRef algorithmName(Algorithm a);
 
@@ -63,6 +67,21 @@ struct CompileRequest {
   bool inplace = false;
   std::string proto = "Simple"; ///< "Simple", "LL" or "LL128"
   int32_t maxSteps = 64;        ///< MSCCL_MAX_NUM_STEPS of the runtime
+  /// Trees algorithm: spanning trees per root K (the best schedule with
+  /// exactly K, FORESTCOLL.md 5.5); 0 means the optimum's k.
+  int64_t treesPerRoot = 0;
+  /// CERAR (--algorithm cerar, or auto with a tolerance): components c (0:
+  /// the policy's choice), relative error tolerance (0: exact only), wire
+  /// dtype (fp32, fp16, bf16), condition-number limit (0: none) and the seam
+  /// offset of the ring (--cerar-rotate-seam).
+  int32_t components = 0;
+  double tolerance = 0;
+  std::string wireDtype = "fp32";
+  double kappaMax = 0;
+  int32_t seamOffset = 0;
+  /// auto: whether coded (CERAR) schedules may be chosen; false when the
+  /// output cannot carry them (MSCCL XML).
+  bool allowCoded = true;
   bool verifyEach = false;      ///< verify after every pass, not only twice
   std::string name;             ///< schedule name; derived when empty
 };
@@ -95,14 +114,23 @@ private:
 
 struct CompiledPlan {
   ir::Schedule schedule; ///< stage Legalized, verified
-  std::string algorithm; ///< "ring" or "hier-ring"
+  std::string algorithm; ///< "ring", "hier-ring", "trees" or "cerar"
   /// Ring algorithm: the rings lowered, one per requested channel (before
   /// split-channels), with their NIC hops when the search chose them.
   std::vector<ChannelRing> rings;
   std::vector<analysis::RingChannel> searched; ///< empty unless searched
   /// Where the rings came from: "ring search (exact)", "--ring", "rank
-  /// order", ...; for hier-ring a description of nodes and rails.
+  /// order", ...; for hier-ring a description of nodes and rails; for trees
+  /// k, the trees, channels and predicted throughput vs the bound.
   std::string source;
+  /// Why this algorithm and these parameters: for auto every candidate's
+  /// predicted time; for CERAR the policy's decision (--explain).
+  std::vector<std::string> explain;
+  /// CERAR: the schedule is coded (lincomb ops, coefficients); MSCCL XML
+  /// cannot express it. codedError is the design's worst per-rank error
+  /// operator norm (0 when exact, c <= N).
+  bool coded = false;
+  double codedError = 0;
 };
 
 /// Lowers, optimizes, assigns and legalizes; verifies after lowering and at
@@ -110,11 +138,13 @@ struct CompiledPlan {
 /// requests and limits; an internal error (with the IR before and after)
 /// when a pass produces a schedule the verifier rejects. Without a topology
 /// the ring is req.ringOrder or rank order, and hier-ring and auto channels
-/// are user errors.
+/// are user errors; so is trees (it packs trees on the topology's links).
 llvm::Expected<CompiledPlan>
 compile(int32_t numRanks, const CompileRequest &req, PassLogger &log);
 /// The same on `t`'s ranks; the ring algorithm uses the ring search
-/// (compiler/algorithms/RingSearch.h) for req.bytes unless an order is given.
+/// (compiler/algorithms/RingSearch.h) for req.bytes unless an order is given;
+/// trees packs ForestColl spanning trees (compiler/algorithms/ForestColl.h)
+/// and lowers them (compiler/passes/LowerTrees.h).
 llvm::Expected<CompiledPlan> compile(const topo::Topology &t,
                                      const CompileRequest &req,
                                      PassLogger &log);
@@ -136,6 +166,10 @@ llvm::Expected<backends::NcclGraphOutput>
 ncclGraphForRings(const topo::Topology &t,
                   llvm::ArrayRef<analysis::RingChannel> rings,
                   ir::Collective c, double bytes, analysis::LinkModel &m);
+
+/// The trees of `f` as the tree lowering takes them: each root's k units
+/// split in tree order into consecutive ranges of the trees' multiplicities.
+passes::TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks);
 
 /// Names accepted by runSinglePass, in pipeline order.
 llvm::ArrayRef<llvm::StringRef> passNames();

@@ -9,6 +9,12 @@
 // else touches). A plain `send` sends straight from user memory and
 // completes when the transport releases the buffer.
 //
+// Stream-ordered transports (NCCL) cannot take every receive up front: they
+// get the plan round by round (planRounds): per round, the ops of that round
+// run, then one group holds the round's receives and sends, each peer's in
+// message-id order, so every rank issues matching groups in the same order
+// (MSCCL_XML.md section 7).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Interpreter.h"
@@ -29,6 +35,85 @@
 namespace topocc::runtime {
 
 Transport::~Transport() = default;
+
+llvm::Expected<void *> Transport::workspace(int slot, size_t bytes) {
+  return makeInternalError(
+      "a host transport has no device workspace (deviceMemory() is false)");
+}
+
+llvm::Error Transport::axpby(void *dst, double a, const void *x, double b,
+                             const void *y, size_t n, DType t) {
+  runtime::axpby(dst, a, x, b, y, n, t);
+  return llvm::Error::success();
+}
+
+llvm::Error Transport::scaleCopy(void *dst, double a, const void *x, size_t n,
+                                 DType t) {
+  runtime::scaleCopy(dst, a, x, n, t);
+  return llvm::Error::success();
+}
+
+llvm::Error Transport::linComb(void *dst, llvm::ArrayRef<double> coeffs,
+                               llvm::ArrayRef<const void *> srcs, size_t n,
+                               DType t) {
+  // Sources may overlap dst: accumulate into a temporary first.
+  std::vector<char> acc(n * dtypeSize(t));
+  runtime::scaleCopy(acc.data(), coeffs[0], srcs[0], n, t);
+  for (size_t i = 1; i < srcs.size(); ++i)
+    runtime::axpby(acc.data(), 1.0, acc.data(), coeffs[i], srcs[i], n, t);
+  runtime::scaleCopy(dst, 1.0, acc.data(), n, t);
+  return llvm::Error::success();
+}
+
+std::vector<std::vector<int32_t>> planRounds(const ir::Schedule &s) {
+  // Nodes are (rank, op), flattened; edges carry weight 0 or 1.
+  std::vector<size_t> first(s.numRanks + 1, 0);
+  for (ir::RankId r = 0; r < s.numRanks; ++r)
+    first[r + 1] = first[r] + s.ranks[r].ops.size();
+  size_t total = first[s.numRanks];
+  std::vector<std::vector<std::pair<size_t, int32_t>>> out(total);
+  std::vector<int32_t> indeg(total, 0);
+  auto edge = [&](size_t from, size_t to, int32_t w) {
+    out[from].push_back({to, w});
+    ++indeg[to];
+  };
+  for (ir::RankId r = 0; r < s.numRanks; ++r) {
+    const ir::RankProgram &rp = s.ranks[r];
+    std::map<ir::TbId, ir::OpId> lastOfTb;
+    for (size_t i = 0; i < rp.ops.size(); ++i) {
+      const ir::Op &op = rp.ops[i];
+      std::vector<ir::OpId> preds = op.deps;
+      if (op.threadblock != ir::kNone) {
+        auto it = lastOfTb.find(op.threadblock);
+        if (it != lastOfTb.end())
+          preds.push_back(it->second);
+        lastOfTb[op.threadblock] = static_cast<ir::OpId>(i);
+      }
+      llvm::sort(preds);
+      preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+      for (ir::OpId p : preds)
+        edge(first[r] + p, first[r] + i, ir::sends(rp.ops[p].kind) ? 1 : 0);
+    }
+  }
+  for (const ir::MsgEnds &e : ir::indexMessages(s))
+    if (e.sender != ir::kNone && e.receiver != ir::kNone)
+      edge(first[e.sender] + e.sendOp, first[e.receiver] + e.recvOp, 1);
+  std::vector<int32_t> level(total, 0);
+  std::vector<size_t> queue;
+  for (size_t v = 0; v < total; ++v)
+    if (indeg[v] == 0)
+      queue.push_back(v);
+  for (size_t q = 0; q < queue.size(); ++q)
+    for (auto [to, w] : out[queue[q]]) {
+      level[to] = std::max(level[to], level[queue[q]] + w);
+      if (--indeg[to] == 0)
+        queue.push_back(to);
+    }
+  std::vector<std::vector<int32_t>> rounds(s.numRanks);
+  for (ir::RankId r = 0; r < s.numRanks; ++r)
+    rounds[r].assign(level.begin() + first[r], level.begin() + first[r + 1]);
+  return rounds;
+}
 
 llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count) {
   BufferLayout l;
@@ -67,7 +152,7 @@ llvm::Expected<Plan> Plan::load(llvm::StringRef path) {
 
 llvm::Expected<Plan> Plan::fromSchedule(ir::Schedule s,
                                         backends::PlanMeta meta) {
-  if (auto err = ir::verifySchedule(s))
+  if (auto err = backends::verifyPlanSchedule(s, meta.errorBound))
     return err;
   Plan p;
   p.plan.contentHash = backends::planContentHash(s);
@@ -160,15 +245,29 @@ public:
       : s(s), l(l), t(t), esz(dtypeSize(t)), tr(tr), opts(opts),
         rank(tr.rank()), prog(s.ranks[rank]) {}
 
+  /// Sizes every scratch chunk by the data moved into it (call before
+  /// checkSizes and run).
+  void inferScratch();
   llvm::Error checkSizes() const;
-  llvm::Error run(const void *sendbuf, void *recvbuf);
+  llvm::Error run(const void *sendbuf, void *recvbuf, bool byRounds);
 
 private:
-  size_t elems(const ir::BufferRef &r) const {
-    return l.chunkOffset(int64_t(r.chunk) + r.count) - l.chunkOffset(r.chunk);
+  /// Element offset of chunk `c` of buffer `b` on rank `r`: balanced
+  /// chunking for the input and output, the inferred scratch layout
+  /// (inferScratch) for scratch.
+  size_t offset(ir::RankId r, ir::BufferKind b, int64_t c) const {
+    if (b == ir::BufferKind::Scratch && !scratchOff.empty())
+      return scratchOff[r][size_t(c)];
+    return l.chunkOffset(c);
   }
+  size_t elems(ir::RankId r, const ir::BufferRef &ref) const {
+    return offset(r, ref.buffer, int64_t(ref.chunk) + ref.count) -
+           offset(r, ref.buffer, ref.chunk);
+  }
+  size_t elems(const ir::BufferRef &r) const { return elems(rank, r); }
   char *ptr(const ir::BufferRef &r) const {
-    return base[static_cast<int>(r.buffer)] + l.chunkOffset(r.chunk) * esz;
+    return base[static_cast<int>(r.buffer)] +
+           offset(rank, r.buffer, r.chunk) * esz;
   }
   int64_t bufferChunks(ir::BufferKind b, const ir::RankProgram &rp) const {
     switch (b) {
@@ -182,6 +281,8 @@ private:
     return 0;
   }
   llvm::Error execute(ir::OpId id, std::optional<RequestId> &sendReq);
+  llvm::Error runDataflow();
+  llvm::Error runRounds();
   void complete(ir::OpId id);
   llvm::Error timeoutError(llvm::ArrayRef<ir::OpId> waitingRecv,
                            llvm::ArrayRef<ir::OpId> waitingSend,
@@ -203,8 +304,20 @@ private:
   int rank;
   const ir::RankProgram &prog;
 
+  /// Per rank, the element offset of every scratch chunk (scratchChunks+1
+  /// entries); empty when every chunk has the same size (count % k == 0).
+  std::vector<std::vector<size_t>> scratchOff;
   char *base[3] = {nullptr, nullptr, nullptr};
   std::vector<char> scratch;
+  char *staging = nullptr; ///< stagingCache or the transport's workspace
+  /// A send an op wants to make; round mode collects them per round.
+  struct OutSend {
+    const char *buf;
+    size_t bytes;
+    int peer;
+    int64_t msg;
+  };
+  std::vector<OutSend> *collectSends = nullptr;
   std::vector<size_t> stagingOffset; ///< per op, bytes into stagingCache
   std::vector<int32_t> predsLeft;
   std::vector<std::vector<ir::OpId>> succs;
@@ -213,6 +326,93 @@ private:
   std::deque<ir::OpId> ready;
   size_t doneCount = 0;
 };
+
+void RankRun::inferScratch() {
+  scratchOff.clear();
+  const int64_t k = l.chunksPerBlock;
+  if (k <= 0 || l.count % size_t(k) == 0)
+    return; // every chunk has count/k elements: balanced chunking is exact
+  // A scratch chunk holds whatever chunk of data is moved into it, so it
+  // gets that chunk's element count: unknown sizes are inferred from every
+  // pair of refs that must match element for element (a message's two
+  // ends, src and dst of an op, lincomb terms and dst), until nothing
+  // changes. A chunk that carries data of two sizes keeps the first one;
+  // checkSizes then reports the mismatch. Chunks no data reaches keep the
+  // balanced size of their index.
+  constexpr size_t kUnknown = ~size_t(0);
+  std::vector<std::vector<size_t>> size(s.numRanks);
+  bool anyScratch = false;
+  for (ir::RankId r = 0; r < s.numRanks; ++r) {
+    size[r].assign(size_t(std::max(s.ranks[r].scratchChunks, 0)), kUnknown);
+    anyScratch |= !size[r].empty();
+  }
+  if (!anyScratch)
+    return;
+  struct End {
+    ir::RankId rank;
+    const ir::BufferRef *ref;
+  };
+  std::vector<std::pair<End, End>> pairs;
+  for (const ir::MsgEnds &e : ir::indexMessages(s))
+    if (e.sender != ir::kNone && e.receiver != ir::kNone)
+      pairs.push_back({{e.sender, &wireRef(s.ranks[e.sender].ops[e.sendOp])},
+                       {e.receiver,
+                        &wireRef(s.ranks[e.receiver].ops[e.recvOp])}});
+  for (ir::RankId r = 0; r < s.numRanks; ++r)
+    for (const ir::Op &op : s.ranks[r].ops) {
+      unsigned f = ir::opFlags(op.kind);
+      if ((f & ir::OF_RS) && (f & ir::OF_WD))
+        pairs.push_back({{r, &op.src}, {r, &op.dst}});
+      for (const ir::LinTerm &term : op.terms)
+        pairs.push_back({{r, &term.src}, {r, &op.dst}});
+    }
+  auto sizeAt = [&](const End &e, int32_t i) -> size_t * {
+    int64_t c = int64_t(e.ref->chunk) + i;
+    if (e.ref->buffer == ir::BufferKind::Scratch)
+      return c < int64_t(size[e.rank].size()) ? &size[e.rank][size_t(c)]
+                                              : nullptr;
+    return nullptr;
+  };
+  auto known = [&](const End &e, int32_t i) -> size_t {
+    if (size_t *p = sizeAt(e, i))
+      return *p;
+    int64_t c = int64_t(e.ref->chunk) + i;
+    return l.chunkOffset(c + 1) - l.chunkOffset(c);
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto &[a, b] : pairs) {
+      if (!a.ref->isUsed() || !b.ref->isUsed() ||
+          a.ref->count != b.ref->count)
+        continue; // checkSizes reports what cannot match
+      for (int32_t i = 0; i < a.ref->count; ++i) {
+        size_t va = known(a, i), vb = known(b, i);
+        if (va == kUnknown && vb != kUnknown) {
+          if (size_t *p = sizeAt(a, i)) {
+            *p = vb;
+            changed = true;
+          }
+        } else if (vb == kUnknown && va != kUnknown) {
+          if (size_t *p = sizeAt(b, i)) {
+            *p = va;
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+  scratchOff.resize(s.numRanks);
+  for (ir::RankId r = 0; r < s.numRanks; ++r) {
+    std::vector<size_t> &off = scratchOff[r];
+    off.assign(size[r].size() + 1, 0);
+    for (size_t j = 0; j < size[r].size(); ++j) {
+      size_t n = size[r][j] != kUnknown
+                     ? size[r][j]
+                     : l.chunkOffset(int64_t(j) + 1) - l.chunkOffset(int64_t(j));
+      off[j + 1] = off[j] + n;
+    }
+  }
+}
 
 llvm::Error RankRun::checkSizes() const {
   // Every rank checks the whole schedule, so all ranks fail alike.
@@ -229,13 +429,14 @@ llvm::Error RankRun::checkSizes() const {
       continue;
     const ir::BufferRef &a = wireRef(s.ranks[e.sender].ops[e.sendOp]);
     const ir::BufferRef &b = wireRef(s.ranks[e.receiver].ops[e.recvOp]);
-    if (elems(a) != elems(b))
+    size_t na = elems(e.sender, a), nb = elems(e.receiver, b);
+    if (na != nb)
       return sizeError(e.sender, e.sendOp,
                        llvm::formatv("message {0} is {1} ({2} elements) at "
                                      "the sender but {3} ({4} elements) at "
                                      "rank {5} %{6}",
-                                     m, refText(a), elems(a), refText(b),
-                                     elems(b), e.receiver, e.recvOp));
+                                     m, refText(a), na, refText(b), nb,
+                                     e.receiver, e.recvOp));
   }
   for (ir::RankId r = 0; r < s.numRanks; ++r) {
     const ir::RankProgram &rp = s.ranks[r];
@@ -250,19 +451,20 @@ llvm::Error RankRun::checkSizes() const {
               "{5} chunks",
               s.name, r, i, refText(*ref), ir::bufferName(ref->buffer),
               bufferChunks(ref->buffer, rp)));
-      if ((f & ir::OF_RS) && (f & ir::OF_WD) && elems(op.src) != elems(op.dst))
+      if ((f & ir::OF_RS) && (f & ir::OF_WD) &&
+          elems(r, op.src) != elems(r, op.dst))
         return sizeError(r, i,
                          llvm::formatv("src {0} has {1} elements but dst {2} "
                                        "has {3}",
-                                       refText(op.src), elems(op.src),
-                                       refText(op.dst), elems(op.dst)));
+                                       refText(op.src), elems(r, op.src),
+                                       refText(op.dst), elems(r, op.dst)));
       for (const ir::LinTerm &term : op.terms)
-        if (elems(term.src) != elems(op.dst))
+        if (elems(r, term.src) != elems(r, op.dst))
           return sizeError(r, i,
                            llvm::formatv("term {0} has {1} elements but dst "
                                          "{2} has {3}",
-                                         refText(term.src), elems(term.src),
-                                         refText(op.dst), elems(op.dst)));
+                                         refText(term.src), elems(r, term.src),
+                                         refText(op.dst), elems(r, op.dst)));
     }
   }
   return llvm::Error::success();
@@ -278,49 +480,52 @@ void RankRun::complete(ir::OpId id) {
 llvm::Error RankRun::execute(ir::OpId id, std::optional<RequestId> &sendReq) {
   const ir::Op &op = prog.ops[id];
   unsigned f = ir::opFlags(op.kind);
-  if (f & ir::OF_RV) {
-    char *msg = stagingCache.data() + stagingOffset[id];
-    const ir::BufferRef &w = wireRef(op);
-    size_t n = elems(w);
-    if (f & ir::OF_RE)
-      axpby(msg, op.localCoeff, ptr(op.src), op.msgCoeff, msg, n, t);
-    else if (op.msgCoeff != 1.0)
-      scaleCopy(msg, op.msgCoeff, msg, n, t);
-    if (f & ir::OF_WD)
-      scaleCopy(ptr(op.dst), 1.0, msg, n, t);
-    if (f & ir::OF_SN) {
-      auto req = tr.isend(msg, n * esz, op.sendPeer, op.sendMsg);
-      if (!req)
-        return req.takeError();
-      sendReq = *req;
+  auto send = [&](const char *buf, size_t bytes) -> llvm::Error {
+    if (collectSends) {
+      collectSends->push_back({buf, bytes, op.sendPeer, op.sendMsg});
+      return llvm::Error::success();
     }
-    return llvm::Error::success();
-  }
-  switch (op.kind) {
-  case ir::OpKind::Send: {
-    auto req =
-        tr.isend(ptr(op.src), elems(op.src) * esz, op.sendPeer, op.sendMsg);
+    auto req = tr.isend(buf, bytes, op.sendPeer, op.sendMsg);
     if (!req)
       return req.takeError();
     sendReq = *req;
-    break;
+    return llvm::Error::success();
+  };
+  if (f & ir::OF_RV) {
+    char *msg = staging + stagingOffset[id];
+    const ir::BufferRef &w = wireRef(op);
+    size_t n = elems(w);
+    if (f & ir::OF_RE) {
+      if (auto err =
+              tr.axpby(msg, op.localCoeff, ptr(op.src), op.msgCoeff, msg, n, t))
+        return err;
+    } else if (op.msgCoeff != 1.0) {
+      if (auto err = tr.scaleCopy(msg, op.msgCoeff, msg, n, t))
+        return err;
+    }
+    if (f & ir::OF_WD)
+      if (auto err = tr.scaleCopy(ptr(op.dst), 1.0, msg, n, t))
+        return err;
+    if (f & ir::OF_SN)
+      return send(msg, n * esz);
+    return llvm::Error::success();
   }
+  switch (op.kind) {
+  case ir::OpKind::Send:
+    return send(ptr(op.src), elems(op.src) * esz);
   case ir::OpKind::Copy:
-    scaleCopy(ptr(op.dst), 1.0, ptr(op.src), elems(op.dst), t);
-    break;
+    return tr.scaleCopy(ptr(op.dst), 1.0, ptr(op.src), elems(op.dst), t);
   case ir::OpKind::Reduce:
-    axpby(ptr(op.dst), 1.0, ptr(op.dst), 1.0, ptr(op.src), elems(op.dst), t);
-    break;
+    return tr.axpby(ptr(op.dst), 1.0, ptr(op.dst), 1.0, ptr(op.src),
+                    elems(op.dst), t);
   case ir::OpKind::LinComb: {
-    // Sources may overlap dst: accumulate into a temporary first.
-    size_t n = elems(op.dst);
-    std::vector<char> acc(n * esz);
-    scaleCopy(acc.data(), op.terms[0].coeff, ptr(op.terms[0].src), n, t);
-    for (size_t i = 1; i < op.terms.size(); ++i)
-      axpby(acc.data(), 1.0, acc.data(), op.terms[i].coeff,
-            ptr(op.terms[i].src), n, t);
-    scaleCopy(ptr(op.dst), 1.0, acc.data(), n, t);
-    break;
+    std::vector<double> coeffs;
+    std::vector<const void *> srcs;
+    for (const ir::LinTerm &term : op.terms) {
+      coeffs.push_back(term.coeff);
+      srcs.push_back(ptr(term.src));
+    }
+    return tr.linComb(ptr(op.dst), coeffs, srcs, elems(op.dst), t);
   }
   default:
     break;
@@ -352,7 +557,7 @@ llvm::Error RankRun::timeoutError(llvm::ArrayRef<ir::OpId> waitingRecv,
   return makeUserError(msg);
 }
 
-llvm::Error RankRun::run(const void *sendbuf, void *recvbuf) {
+llvm::Error RankRun::run(const void *sendbuf, void *recvbuf, bool byRounds) {
   size_t nOps = prog.ops.size();
   // Dependencies: deps plus program order inside a threadblock.
   predsLeft.assign(nOps, 0);
@@ -377,8 +582,18 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf) {
   base[static_cast<int>(ir::BufferKind::Input)] =
       const_cast<char *>(static_cast<const char *>(sendbuf));
   base[static_cast<int>(ir::BufferKind::Output)] = static_cast<char *>(recvbuf);
-  scratch.assign(size_t(l.chunkOffset(prog.scratchChunks)) * esz, 0);
-  base[static_cast<int>(ir::BufferKind::Scratch)] = scratch.data();
+  size_t scratchBytes =
+      offset(rank, ir::BufferKind::Scratch, prog.scratchChunks) * esz;
+  bool dev = tr.deviceMemory();
+  if (dev) {
+    auto w = tr.workspace(1, scratchBytes);
+    if (!w)
+      return w.takeError();
+    base[static_cast<int>(ir::BufferKind::Scratch)] = static_cast<char *>(*w);
+  } else {
+    scratch.assign(scratchBytes, 0);
+    base[static_cast<int>(ir::BufferKind::Scratch)] = scratch.data();
+  }
 
   // Staging slices for every receiving op, then post every receive.
   stagingOffset.assign(nOps, 0);
@@ -389,15 +604,30 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf) {
       // Keep slices 64-byte aligned for the vector kernels.
       total += (elems(wireRef(prog.ops[i])) * esz + 63) / 64 * 64;
     }
-  if (stagingCache.size() < total)
-    stagingCache.resize(total);
+  if (dev) {
+    auto w = tr.workspace(0, total);
+    if (!w)
+      return w.takeError();
+    staging = static_cast<char *>(*w);
+  } else {
+    if (stagingCache.size() < total)
+      stagingCache.resize(total);
+    staging = stagingCache.data();
+  }
+  if (auto err = byRounds ? runRounds() : runDataflow())
+    return err;
+  return tr.finish();
+}
+
+llvm::Error RankRun::runDataflow() {
+  size_t nOps = prog.ops.size();
   recvReq.assign(nOps, std::nullopt);
   recvDone.assign(nOps, false);
   for (size_t i = 0; i < nOps; ++i) {
     const ir::Op &op = prog.ops[i];
     if (!ir::receives(op.kind))
       continue;
-    auto req = tr.irecv(stagingCache.data() + stagingOffset[i],
+    auto req = tr.irecv(staging + stagingOffset[i],
                         elems(wireRef(op)) * esz, op.recvPeer, op.recvMsg);
     if (!req)
       return fail(req.takeError());
@@ -481,6 +711,106 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf) {
   return llvm::Error::success();
 }
 
+llvm::Error RankRun::runRounds() {
+  size_t nOps = prog.ops.size();
+  std::vector<std::vector<int32_t>> rounds = planRounds(s);
+  int32_t maxRound = 0;
+  for (const auto &rr : rounds)
+    for (int32_t v : rr)
+      maxRound = std::max(maxRound, v);
+  // This rank's ops per round, in a topological order (Kahn over the local
+  // edges computed in run(); a local predecessor never has a later round).
+  std::vector<std::vector<ir::OpId>> opsAt(maxRound + 1), recvsAt(maxRound + 1);
+  std::vector<int32_t> left = predsLeft;
+  std::vector<ir::OpId> order;
+  for (size_t i = 0; i < nOps; ++i)
+    if (left[i] == 0)
+      order.push_back(static_cast<ir::OpId>(i));
+  for (size_t q = 0; q < order.size(); ++q)
+    for (ir::OpId n : succs[order[q]])
+      if (--left[n] == 0)
+        order.push_back(n);
+  for (ir::OpId id : order)
+    opsAt[rounds[rank][id]].push_back(id);
+  // A receive is posted in the round of its sending op.
+  std::vector<ir::MsgEnds> ends = ir::indexMessages(s);
+  for (size_t i = 0; i < nOps; ++i) {
+    const ir::Op &op = prog.ops[i];
+    if (!ir::receives(op.kind))
+      continue;
+    const ir::MsgEnds &e = ends[op.recvMsg];
+    recvsAt[rounds[e.sender][e.sendOp]].push_back(static_cast<ir::OpId>(i));
+  }
+  std::vector<OutSend> sends;
+  collectSends = &sends;
+  std::vector<RequestId> reqs;
+  std::vector<std::string> what; // per request, for the timeout message
+  for (int32_t round = 0; round <= maxRound; ++round) {
+    sends.clear();
+    for (ir::OpId id : opsAt[round]) {
+      std::optional<RequestId> unused;
+      if (auto err = execute(id, unused))
+        return fail(std::move(err));
+      ++doneCount;
+    }
+    std::vector<ir::OpId> &recvs = recvsAt[round];
+    if (recvs.empty() && sends.empty())
+      continue;
+    // Per peer in message-id order on both ends (NCCL pairs a group's
+    // messages to one peer in issue order).
+    llvm::sort(recvs, [&](ir::OpId a, ir::OpId b) {
+      return std::make_pair(prog.ops[a].recvPeer, prog.ops[a].recvMsg) <
+             std::make_pair(prog.ops[b].recvPeer, prog.ops[b].recvMsg);
+    });
+    llvm::sort(sends, [](const OutSend &a, const OutSend &b) {
+      return std::make_pair(a.peer, a.msg) < std::make_pair(b.peer, b.msg);
+    });
+    reqs.clear();
+    what.clear();
+    if (auto err = tr.groupStart())
+      return fail(std::move(err));
+    for (ir::OpId id : recvs) {
+      const ir::Op &op = prog.ops[id];
+      auto req = tr.irecv(staging + stagingOffset[id],
+                          elems(wireRef(op)) * esz, op.recvPeer, op.recvMsg);
+      if (!req)
+        return fail(req.takeError());
+      reqs.push_back(*req);
+      what.push_back(llvm::formatv("message {0} from rank {1} (%{2} {3})",
+                                   op.recvMsg, op.recvPeer, id,
+                                   ir::mnemonic(op.kind)));
+    }
+    for (const OutSend &o : sends) {
+      auto req = tr.isend(o.buf, o.bytes, o.peer, o.msg);
+      if (!req)
+        return fail(req.takeError());
+      reqs.push_back(*req);
+      what.push_back(llvm::formatv("message {0} to rank {1} to be received",
+                                   o.msg, o.peer));
+    }
+    if (auto err = tr.groupEnd())
+      return fail(std::move(err));
+    while (!reqs.empty()) {
+      auto which = tr.waitAny(reqs, opts.timeoutSeconds);
+      if (!which)
+        return fail(which.takeError());
+      if (!*which) {
+        std::string msg = llvm::formatv(
+            "rank {0}: plan '{1}' made no progress for {2} s in round {3} of "
+            "{4}; waiting for:",
+            rank, s.name, opts.timeoutSeconds, round, maxRound + 1);
+        for (const std::string &w : what)
+          msg += "\n  " + w;
+        return fail(makeUserError(msg));
+      }
+      reqs.erase(reqs.begin() + **which);
+      what.erase(what.begin() + **which);
+    }
+  }
+  collectSends = nullptr;
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error Plan::run(const void *sendbuf, void *recvbuf, size_t count,
@@ -535,9 +865,10 @@ llvm::Error Plan::run(const void *sendbuf, void *recvbuf, size_t count,
                            rule + " (elements)");
   }
   RankRun rr(s, *layout, t, tr, opts);
+  rr.inferScratch();
   if (auto err = rr.checkSizes())
     return err;
-  return rr.run(sendbuf, recvbuf);
+  return rr.run(sendbuf, recvbuf, opts.rounds || tr.roundBased());
 }
 
 } // namespace topocc::runtime

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace topocc::runtime {
 
@@ -31,7 +32,19 @@ struct RunOptions {
   /// > 0: fail with the list of pending messages when no progress is made
   /// for this many seconds.
   double timeoutSeconds = 0;
+  /// Run round by round (as stream-ordered transports like NCCL require,
+  /// see planRounds) even on a transport that does not need it. Every rank
+  /// must pass the same value. Used to test the NCCL ordering on CPUs.
+  bool rounds = false;
 };
+
+/// The round of every op of a schedule (per rank, per op): the longest path
+/// to it where a message edge (sender op -> receiver op) and an edge leaving
+/// a sending op (to a later op of the same rank) add 1, and other edges
+/// (deps, threadblock order) add 0. A message travels in the round of its
+/// sending op; an op runs after every transfer of the rounds before its own.
+/// REQUIRES: `s` passes verifySchedule (acyclic).
+std::vector<std::vector<int32_t>> planRounds(const ir::Schedule &s);
 
 /// Element layout of a collective's buffers for one count (nccl-tests
 /// conventions: allreduce `count` in and out; allgather `count` in and

@@ -4,13 +4,18 @@
 // send/receive of byte ranges matched by (peer, message id), completion
 // tests, and one small all-gather used to check that every rank runs the
 // same plan with the same count. Implementations: LocalTransport (threads in
-// one process, for tests), MpiTransport (OpenMPI).
+// one process, for tests), MpiTransport (OpenMPI), LocalCudaTransport and
+// NcclTransport (runtime/cuda). Device transports also do the arithmetic
+// (the hooks below default to the CPU kernels of DType.h) and are stream
+// ordered: the interpreter then runs the plan round by round.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_TRANSPORT_H
 #define TOPOCC_RUNTIME_TRANSPORT_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "runtime/DType.h"
+
 #include "llvm/Support/Error.h"
 
 #include <cstddef>
@@ -61,6 +66,38 @@ public:
   /// order.
   virtual llvm::Expected<std::vector<RunHeader>>
   allgatherHeader(const RunHeader &mine) = 0;
+
+  // --- Device transports (CUDA/NCCL). The defaults describe a host
+  // transport: buffers are host memory and the CPU kernels do the math. ---
+
+  /// True when the buffers given to Plan::run, the workspace and every
+  /// pointer passed to the hooks below are device memory.
+  virtual bool deviceMemory() const { return false; }
+  /// True when transfers complete in issue order on a stream (NCCL): a
+  /// transfer counts as done once issued, and the interpreter must issue
+  /// them in rounds bracketed by groupStart/groupEnd that every rank issues
+  /// in the same order (docs/Runtime.md, "Rounds").
+  virtual bool roundBased() const { return false; }
+  virtual llvm::Error groupStart() { return llvm::Error::success(); }
+  virtual llvm::Error groupEnd() { return llvm::Error::success(); }
+  /// Transport-owned memory of at least `bytes` for workspace `slot` (0:
+  /// receive staging, 1: scratch), valid until the next call for the same
+  /// slot. Only called when deviceMemory().
+  virtual llvm::Expected<void *> workspace(int slot, size_t bytes);
+  /// dst[i] = a*x[i] + b*y[i]; dst may alias x or y (same element index).
+  virtual llvm::Error axpby(void *dst, double a, const void *x, double b,
+                            const void *y, size_t n, DType t);
+  /// dst[i] = a*x[i]; dst may alias x.
+  virtual llvm::Error scaleCopy(void *dst, double a, const void *x, size_t n,
+                                DType t);
+  /// dst[i] = sum_k coeffs[k]*srcs[k][i]. Sources may overlap dst anywhere.
+  /// REQUIRES: coeffs.size() == srcs.size() >= 1.
+  virtual llvm::Error linComb(void *dst, llvm::ArrayRef<double> coeffs,
+                              llvm::ArrayRef<const void *> srcs, size_t n,
+                              DType t);
+  /// Called once at the end of a successful run: blocks until the results
+  /// are in the caller's buffers (a stream synchronize on GPUs).
+  virtual llvm::Error finish() { return llvm::Error::success(); }
 };
 
 } // namespace topocc::runtime

@@ -40,8 +40,25 @@ struct Growing {
 
 using PathList = std::vector<std::pair<std::vector<int>, int64_t>>;
 
+/// Removes the loops of a walk: when a vertex comes back, the detour since
+/// its first visit is cut out (x -> w -> s -> w -> y becomes x -> w -> y).
+/// The result uses a subset of the walk's arcs, so no link carries more.
+void shortcutLoops(std::vector<int> &p) {
+  std::vector<int> out;
+  out.reserve(p.size());
+  for (int v : p) {
+    auto it = std::find(out.begin(), out.end(), v);
+    if (it != out.end())
+      out.erase(it + 1, out.end());
+    else
+      out.push_back(v);
+  }
+  p = std::move(out);
+}
+
 /// Zip-merges two lists of (path, units) with equal totals: walks both and
-/// emits the concatenation with the smaller remaining multiplicity.
+/// emits the concatenation with the smaller remaining multiplicity, loops
+/// cut out (nested splits can route u -> w -> s -> w -> t).
 PathList zipPaths(const PathList &a, const PathList &b) {
   PathList out;
   size_t i = 0, j = 0;
@@ -50,6 +67,7 @@ PathList zipPaths(const PathList &a, const PathList &b) {
     int64_t take = std::min(ra, rb);
     std::vector<int> p = a[i].first;
     p.insert(p.end(), b[j].first.begin() + 1, b[j].first.end());
+    shortcutLoops(p);
     out.push_back({std::move(p), take});
     ra -= take;
     rb -= take;
@@ -324,6 +342,10 @@ packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
         if (p.size() < 2 || p.front() != split.compute[t.arcs[a].first] ||
             p.back() != split.compute[t.arcs[a].second])
           return makeInternalError("tree map-back: a path is not contiguous");
+        for (size_t h = 0; h < p.size(); ++h)
+          if (std::find(p.begin() + h + 1, p.end(), p[h]) != p.end())
+            return makeInternalError(llvm::formatv(
+                "tree map-back: a path visits vertex {0} twice", p[h]));
         for (size_t h = 0; h + 1 < p.size(); ++h) {
           if (!physCap.count({p[h], p[h + 1]}))
             return makeInternalError(

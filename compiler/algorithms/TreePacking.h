@@ -8,9 +8,11 @@
 // reachable from x at its multiplicity. Attaching fewer than C_T copies
 // clones T. Height-aware policy (5.6): trees grow round-robin, one arc per
 // tree per round, always from the shallowest vertex with an untried arc.
-// Then every tree maps back through the switches (5.4) to physical paths,
-// and the checks of 5.4 run: arborescences, k per root, compute-arc
-// capacities, contiguous physical paths, physical congestion <= U.
+// Then every tree maps back through the switches (5.4) to physical paths
+// (loops that nested splits create, u -> w -> s -> w -> t, cut out), and the
+// checks of 5.4 run: arborescences, k per root, compute-arc capacities,
+// contiguous physical paths that visit no device twice, physical
+// congestion <= U.
 // Stage: algorithm. Never prints; deterministic.
 //
 //===----------------------------------------------------------------------===//
@@ -42,7 +44,8 @@ struct PackedTree {
 struct PhysicalTree {
   int tree = -1; ///< index into TreePackingResult::trees
   int64_t mult = 0;
-  /// One path per arc of the compute tree, in PackedTree::arcs order.
+  /// One path per arc of the compute tree, in PackedTree::arcs order; no
+  /// path visits a vertex twice.
   std::vector<std::vector<int>> paths;
 };
 

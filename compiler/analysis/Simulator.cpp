@@ -1,10 +1,13 @@
 //===- compiler/analysis/Simulator.cpp - Discrete-event schedule simulator ===//
 //
-// Layout for speed: ops get dense global ids (rank base + op index), their
-// successors are one CSR array, routes are precomputed once per (src, dst)
-// pair as stages of (resource, fraction, latency), and the event queue is a
-// binary heap of 24-byte records reserved up front. Ops whose inputs are all
-// there and that cost no time complete inline through a work list, so a
+// Layout for speed: ops get dense global ids (rank base + op index) and all
+// their run-time state in one 64-byte record (one cache line: events jump
+// between ranks, so separate arrays per field cost a miss each); their
+// successors are one CSR array built from a single pass over the schedule;
+// routes are precomputed once per (src, dst) pair as stages of (resource,
+// fraction, latency); per-resource state is one record; the event queue is
+// a binary heap of 24-byte records reserved up front. Ops whose inputs are
+// all there and that cost no time complete inline through a work list, so a
 // message costs one heap event per hop.
 //
 //===----------------------------------------------------------------------===//
@@ -19,7 +22,9 @@
 
 #include <algorithm>
 #include <cassert>
-#include <queue>
+#include <cstring>
+#include <map>
+#include <numeric>
 
 namespace topocc::analysis {
 
@@ -46,18 +51,67 @@ namespace {
 enum class EvKind : uint8_t { HopArrive, Deliver, OpDone };
 
 struct Event {
-  double time;
-  uint64_t seq;
+  unsigned __int128 key; ///< time's bits (monotone for times >= 0), seq
   uint32_t id;
   EvKind kind;
+  double time() const {
+    uint64_t bits = static_cast<uint64_t>(key >> 64);
+    double t;
+    std::memcpy(&t, &bits, sizeof t);
+    return t;
+  }
 };
 
-struct EventLater {
-  bool operator()(const Event &a, const Event &b) const {
-    if (a.time != b.time)
-      return a.time > b.time;
-    return a.seq > b.seq;
+/// A 4-ary min-heap of events by (time, creation order): half the levels of
+/// a binary heap and branch-free 128-bit key comparisons. Pops in exactly
+/// the order of any priority queue on that total order.
+class EventQueue {
+public:
+  void reserve(size_t n) { heap.reserve(n); }
+  bool empty() const { return heap.empty(); }
+  void push(double time, uint64_t seq, uint32_t id, EvKind kind) {
+    uint64_t bits = 0;
+    if (time > 0)
+      std::memcpy(&bits, &time, sizeof bits);
+    Event e{static_cast<unsigned __int128>(bits) << 64 | seq, id, kind};
+    size_t i = heap.size();
+    heap.push_back(e);
+    while (i > 0) {
+      size_t p = (i - 1) / 4;
+      if (!(e.key < heap[p].key))
+        break;
+      heap[i] = heap[p];
+      i = p;
+    }
+    heap[i] = e;
   }
+  Event pop() {
+    Event top = heap.front();
+    Event last = heap.back();
+    heap.pop_back();
+    size_t n = heap.size();
+    if (n == 0)
+      return top;
+    size_t i = 0;
+    while (true) {
+      size_t c = 4 * i + 1;
+      if (c >= n)
+        break;
+      size_t best = c;
+      size_t end = std::min(c + 4, n);
+      for (size_t k = c + 1; k < end; ++k)
+        best = heap[k].key < heap[best].key ? k : best;
+      if (!(heap[best].key < last.key))
+        break;
+      heap[i] = heap[best];
+      i = best;
+    }
+    heap[i] = last;
+    return top;
+  }
+
+private:
+  std::vector<Event> heap;
 };
 
 /// One (resource, fraction) of one hop of a route.
@@ -71,8 +125,28 @@ struct Route {
   uint32_t firstStage = 0, numStages = 0; ///< into stageBegin
 };
 
+/// Everything the event loop touches for one op.
+struct alignas(64) OpState {
+  double start = 0, end = 0;
+  double cost = 0;          ///< local work, seconds
+  uint32_t succBegin = 0;   ///< successors: succ[succBegin, succEnd)
+  uint32_t succEnd = 0;
+  uint32_t rank = 0;
+  int32_t pending = 0;      ///< inputs still missing
+  int32_t sendMsg = -1, recvMsg = -1;
+  int32_t critPred = -1, critMsg = -1; ///< what released the op
+  uint8_t done = 0;
+};
+
+/// One resource: its FIFO server and totals.
+struct ResState {
+  double freeAt = 0, busy = 0, bytes = 0;
+  double secondsPerByte = 0; ///< 1 / capacity; 0 when unused
+};
+
 struct Message {
   uint32_t senderOp = 0, receiverOp = 0; ///< global op ids
+  int32_t from = -1, to = -1;            ///< ranks; -1: no such end
   int32_t route = -1;                    ///< -1: local, delivered at once
   uint32_t stage = 0;
   double bytes = 0;
@@ -95,9 +169,18 @@ private:
   void inject(uint32_t msg, double now);
   void hop(uint32_t msg, double now);
   void push(double time, EvKind k, uint32_t id) {
-    queue.push(Event{time, seq++, id, k});
+    queue.push(time, seq++, id, k);
   }
   void drain();
+  std::vector<SimFlow> flowsOf(const std::vector<SimTransfer> &xs);
+  /// Message `id`, growing the table (ids are dense in verified schedules).
+  Message &message(int32_t id) {
+    size_t i = static_cast<size_t>(id);
+    if (i >= msgs.size())
+      msgs.resize(std::max(i + 1, 2 * msgs.size()));
+    numMsgs = std::max(numMsgs, i + 1);
+    return msgs[i];
+  }
 
   const ir::Schedule &s;
   LinkModel &m;
@@ -105,26 +188,21 @@ private:
   const SimOptions &o;
 
   // Ops.
-  std::vector<uint32_t> base;      ///< per rank, first global op id
-  std::vector<uint32_t> opRank;    ///< per global op
-  std::vector<uint32_t> succBegin; ///< CSR of successors
-  std::vector<uint32_t> succ;
-  std::vector<int32_t> pending;
-  std::vector<int32_t> sendMsg, recvMsg; ///< per global op, -1 when none
-  std::vector<double> cost;              ///< local work, seconds
-  std::vector<double> start, end;
-  std::vector<int32_t> critPred, critMsg;
-  std::vector<uint8_t> done;
+  std::vector<uint32_t> base; ///< per rank, first global op id
+  std::vector<OpState> ops;   ///< per global op
+  std::vector<uint32_t> succ; ///< CSR of successors
 
   // Network.
   std::vector<Message> msgs;
+  size_t numMsgs = 0;
   std::vector<Route> routes;
   std::vector<uint32_t> stageBegin; ///< stage i: entries [stageBegin[i], [i+1])
   std::vector<RouteEntry> entries;
   llvm::DenseMap<uint64_t, int> routeIndex;
-  std::vector<double> freeAt, busy, bytesOn;
+  std::map<uint64_t, NicPair> hints; ///< SimOptions::routeHints by pair
+  std::vector<ResState> res;
 
-  std::priority_queue<Event, std::vector<Event>, EventLater> queue;
+  EventQueue queue;
   std::vector<std::pair<uint32_t, double>> work; ///< ops ready to start
   uint64_t seq = 0;
   size_t events = 0;
@@ -136,7 +214,10 @@ int Sim::routeFor(int a, int b) {
   auto it = routeIndex.find(key);
   if (it != routeIndex.end())
     return it->second;
-  const PathFlow &f = m.rankFlow(a, b);
+  auto hint = hints.find(key);
+  const PathFlow &f = hint != hints.end()
+                          ? m.viaFlow(a, hint->second.out, hint->second.in, b)
+                          : m.rankFlow(a, b);
   if (!f.found)
     return -2;
   Route r;
@@ -197,56 +278,14 @@ llvm::Error Sim::build() {
   for (size_t r = 0; r < n; ++r)
     base[r + 1] = base[r] + static_cast<uint32_t>(s.ranks[r].ops.size());
   uint32_t total = base[n];
-  opRank.resize(total);
-  pending.assign(total, 0);
-  sendMsg.assign(total, -1);
-  recvMsg.assign(total, -1);
-  cost.assign(total, 0);
-  start.assign(total, 0);
-  end.assign(total, 0);
-  critPred.assign(total, -1);
-  critMsg.assign(total, -1);
-  done.assign(total, 0);
-  std::vector<uint32_t> outDeg(total + 1, 0);
+  ops.assign(total, OpState());
   bool programOrder = s.stage >= ir::Stage::ThreadblocksAssigned;
-  // Two passes over the edges: count, then fill the CSR.
-  auto forEachEdge = [&](auto &&fn) {
-    std::vector<std::pair<int, uint32_t>> lastInTb;
-    for (size_t r = 0; r < n; ++r) {
-      const auto &ops = s.ranks[r].ops;
-      lastInTb.clear();
-      for (size_t i = 0; i < ops.size(); ++i) {
-        uint32_t g = base[r] + static_cast<uint32_t>(i);
-        for (ir::OpId d : ops[i].deps)
-          if (d >= 0 && static_cast<size_t>(d) < ops.size() &&
-              static_cast<size_t>(d) != i)
-            fn(base[r] + static_cast<uint32_t>(d), g);
-        if (programOrder && ops[i].threadblock >= 0) {
-          auto it = llvm::find_if(lastInTb, [&](const auto &p) {
-            return p.first == ops[i].threadblock;
-          });
-          if (it != lastInTb.end()) {
-            fn(it->second, g);
-            it->second = g;
-          } else {
-            lastInTb.push_back({ops[i].threadblock, g});
-          }
-        }
-      }
-    }
-  };
-  forEachEdge([&](uint32_t a, uint32_t b) {
-    ++outDeg[a];
-    ++pending[b];
-  });
-  succBegin.assign(total + 1, 0);
-  for (uint32_t g = 0; g < total; ++g)
-    succBegin[g + 1] = succBegin[g] + outDeg[g];
-  succ.resize(succBegin[total]);
-  std::vector<uint32_t> fill(succBegin.begin(), succBegin.end() - 1);
-  forEachEdge([&](uint32_t a, uint32_t b) { succ[fill[a]++] = b; });
-
-  // Local work and message ends.
+  // One pass over the schedule: edges (a before b) and local work; then a
+  // counting sort of the edges by source gives the CSR.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  edges.reserve(total);
+  msgs.reserve(total);
+  std::vector<std::pair<int, uint32_t>> lastInTb;
   for (size_t r = 0; r < n; ++r) {
     double gamma = 0;
     if (o.reduceBandwidth)
@@ -256,11 +295,28 @@ llvm::Error Sim::build() {
           t.device(t.rankDevice(static_cast<int>(r))).model);
       gamma = bw > 0 ? 1 / bw : 0;
     }
-    const auto &ops = s.ranks[r].ops;
-    for (size_t i = 0; i < ops.size(); ++i) {
+    const auto &rops = s.ranks[r].ops;
+    lastInTb.clear();
+    for (size_t i = 0; i < rops.size(); ++i) {
       uint32_t g = base[r] + static_cast<uint32_t>(i);
-      opRank[g] = static_cast<uint32_t>(r);
-      const ir::Op &op = ops[i];
+      const ir::Op &op = rops[i];
+      OpState &st = ops[g];
+      st.rank = static_cast<uint32_t>(r);
+      for (ir::OpId d : op.deps)
+        if (d >= 0 && static_cast<size_t>(d) < rops.size() &&
+            static_cast<size_t>(d) != i)
+          edges.push_back({base[r] + static_cast<uint32_t>(d), g});
+      if (programOrder && op.threadblock >= 0) {
+        auto it = llvm::find_if(lastInTb, [&](const auto &p) {
+          return p.first == op.threadblock;
+        });
+        if (it != lastInTb.end()) {
+          edges.push_back({it->second, g});
+          it->second = g;
+        } else {
+          lastInTb.push_back({op.threadblock, g});
+        }
+      }
       unsigned f = ir::opFlags(op.kind);
       double reduced = 0;
       if (f & ir::OF_RE)
@@ -270,69 +326,105 @@ llvm::Error Sim::build() {
       else if (op.kind == ir::OpKind::LinComb)
         reduced = std::max<size_t>(1, op.terms.size() - 1) * op.dst.count *
                   unit;
-      cost[g] = reduced * gamma;
+      st.cost = reduced * gamma;
+      // Message ends; the first one wins (the verifier reports duplicates).
+      if (op.sendMsg >= 0) {
+        Message &msg = message(op.sendMsg);
+        if (msg.from < 0) {
+          msg.from = static_cast<int32_t>(r);
+          msg.senderOp = g;
+          msg.bytes = op.wireCount() * unit;
+          st.sendMsg = op.sendMsg;
+        }
+      }
+      if (op.recvMsg >= 0) {
+        Message &msg = message(op.recvMsg);
+        if (msg.to < 0) {
+          msg.to = static_cast<int32_t>(r);
+          msg.receiverOp = g;
+          st.recvMsg = op.recvMsg;
+          ++st.pending;
+        }
+      }
     }
   }
-  std::vector<ir::MsgEnds> ends = ir::indexMessages(s);
+  msgs.resize(numMsgs);
+  std::vector<uint32_t> fill(total + 1, 0);
+  for (auto [a, b] : edges) {
+    ++fill[a + 1];
+    ++ops[b].pending;
+  }
+  for (uint32_t g = 0; g < total; ++g) {
+    fill[g + 1] += fill[g];
+    ops[g].succBegin = fill[g];
+    ops[g].succEnd = fill[g + 1];
+    if (ops[g].pending == 0)
+      work.push_back({g, 0.0});
+  }
+  succ.resize(edges.size());
+  for (auto [a, b] : edges)
+    succ[fill[a]++] = b;
+  edges = {};
+
   stageBegin.assign(1, 0);
-  msgs.resize(ends.size());
-  for (size_t id = 0; id < ends.size(); ++id) {
-    const ir::MsgEnds &e = ends[id];
-    if ((e.sender < 0) != (e.receiver < 0))
+  for (const SimRouteHint &h : o.routeHints)
+    hints.emplace(static_cast<uint64_t>(h.from) << 32 |
+                      static_cast<uint32_t>(h.to),
+                  h.nics);
+  // Routes; consecutive messages mostly join the same pair.
+  int lastFrom = -1, lastTo = -1, lastRoute = -1;
+  for (size_t id = 0; id < msgs.size(); ++id) {
+    Message &msg = msgs[id];
+    if ((msg.from < 0) != (msg.to < 0))
       return makeUserError(llvm::formatv(
           "message {0} has no {1}; run the verifier", id,
-          e.sender < 0 ? "sender" : "receiver"));
-    if (e.sender < 0)
+          msg.from < 0 ? "sender" : "receiver"));
+    if (msg.from < 0 || msg.from == msg.to)
       continue;
-    Message &msg = msgs[id];
-    msg.senderOp = base[e.sender] + e.sendOp;
-    msg.receiverOp = base[e.receiver] + e.recvOp;
-    msg.bytes = s.ranks[e.sender].ops[e.sendOp].wireCount() * unit;
-    sendMsg[msg.senderOp] = static_cast<int32_t>(id);
-    recvMsg[msg.receiverOp] = static_cast<int32_t>(id);
-    ++pending[msg.receiverOp];
-    if (e.sender == e.receiver)
-      continue;
-    int route = routeFor(e.sender, e.receiver);
-    if (route == -2)
+    if (msg.from != lastFrom || msg.to != lastTo) {
+      lastFrom = msg.from;
+      lastTo = msg.to;
+      lastRoute = routeFor(msg.from, msg.to);
+    }
+    if (lastRoute == -2)
       return makeUserError(llvm::formatv(
-          "no route from rank {0} ({1}) to rank {2} ({3})", e.sender,
-          t.rankName(e.sender), e.receiver, t.rankName(e.receiver)));
-    msg.route = route;
+          "no route from rank {0} ({1}) to rank {2} ({3})", msg.from,
+          t.rankName(msg.from), msg.to, t.rankName(msg.to)));
+    msg.route = lastRoute;
   }
-  int nres = m.numResources();
-  freeAt.assign(nres, 0);
-  busy.assign(nres, 0);
-  bytesOn.assign(nres, 0);
-  std::vector<Event> storage;
-  storage.reserve(std::min<size_t>(msgs.size() + 16, 1u << 22));
-  queue = decltype(queue)(EventLater(), std::move(storage));
+  res.assign(m.numResources(), ResState());
+  for (int k = 0; k < m.numResources(); ++k)
+    res[k].secondsPerByte = m.capacity(k) > 0 ? 1 / m.capacity(k) : 0;
+  queue.reserve(std::min<size_t>(msgs.size() + 16, 1u << 16));
   return llvm::Error::success();
 }
 
 void Sim::startOp(uint32_t g, double now) {
-  start[g] = now;
-  if (cost[g] > 0) {
-    push(now + cost[g], EvKind::OpDone, g);
+  OpState &st = ops[g];
+  st.start = now;
+  if (st.cost > 0) {
+    push(now + st.cost, EvKind::OpDone, g);
     return;
   }
   completeOp(g, now);
 }
 
 void Sim::completeOp(uint32_t g, double now) {
-  end[g] = now;
-  done[g] = 1;
-  if (sendMsg[g] >= 0)
-    inject(static_cast<uint32_t>(sendMsg[g]), now);
-  for (uint32_t k = succBegin[g]; k < succBegin[g + 1]; ++k)
+  OpState &st = ops[g];
+  st.end = now;
+  st.done = 1;
+  if (st.sendMsg >= 0)
+    inject(static_cast<uint32_t>(st.sendMsg), now);
+  for (uint32_t k = st.succBegin; k < st.succEnd; ++k)
     release(succ[k], now, g, -1);
 }
 
 void Sim::release(uint32_t g, double now, uint32_t pred, int msg) {
-  if (--pending[g] != 0)
+  OpState &st = ops[g];
+  if (--st.pending != 0)
     return;
-  critPred[g] = static_cast<int32_t>(pred);
-  critMsg[g] = msg;
+  st.critPred = static_cast<int32_t>(pred);
+  st.critMsg = msg;
   work.push_back({g, now});
 }
 
@@ -356,21 +448,21 @@ void Sim::hop(uint32_t id, double now) {
   bool first = true;
   for (uint32_t k = stageBegin[st]; k < stageBegin[st + 1]; ++k) {
     const RouteEntry &e = entries[k];
+    ResState &rs = res[e.res];
     double b = msg.bytes * e.frac;
-    double capacity = m.capacity(e.res);
-    double serve = capacity > 0 ? b / capacity : 0;
-    double s0 = std::max(now, freeAt[e.res]);
+    double serve = b * rs.secondsPerByte;
+    double s0 = std::max(now, rs.freeAt);
     double s1 = s0 + serve;
     if (cut)
       s1 = std::max(s1, msg.tail);
-    freeAt[e.res] = s1;
-    busy[e.res] += serve;
-    bytesOn[e.res] += b;
+    rs.freeAt = s1;
+    rs.busy += serve;
+    rs.bytes += b;
     if (o.recordTransfers)
       transfers.push_back({e.res, static_cast<int>(id),
-                           static_cast<int>(opRank[msg.senderOp]),
-                           static_cast<int>(opRank[msg.receiverOp]), s0, s1,
-                           b});
+                           static_cast<int>(ops[msg.senderOp].rank),
+                           static_cast<int>(ops[msg.receiverOp].rank), s0, s1,
+                           b, static_cast<int>(msg.stage)});
     double h = s0 + e.latency, tl = s1 + e.latency;
     headOut = first ? h : std::max(headOut, h);
     tailOut = first ? tl : std::max(tailOut, tl);
@@ -401,38 +493,50 @@ llvm::Expected<SimResult> Sim::run() {
   if (auto err = build())
     return err;
   uint32_t total = base.back();
-  // Ops with nothing to wait for start at time 0, in (rank, op) order.
-  for (uint32_t g = total; g-- > 0;)
-    if (pending[g] == 0)
-      work.push_back({g, 0.0});
+  // Ops with nothing to wait for start at time 0, in (rank, op) order
+  // (build() listed them in `work` in that order; the work list is a stack).
+  std::reverse(work.begin(), work.end());
   drain();
   while (!queue.empty()) {
-    Event e = queue.top();
-    queue.pop();
+    Event e = queue.pop();
+    double now = e.time();
     ++events;
     switch (e.kind) {
     case EvKind::HopArrive:
-      hop(e.id, e.time);
+      hop(e.id, now);
       break;
     case EvKind::Deliver:
-      release(msgs[e.id].receiverOp, e.time, msgs[e.id].senderOp,
+      release(msgs[e.id].receiverOp, now, msgs[e.id].senderOp,
               static_cast<int>(e.id));
       break;
     case EvKind::OpDone:
-      completeOp(e.id, e.time);
+      completeOp(e.id, now);
       break;
     }
     drain();
   }
+  // One pass: ops that never ran, finish times, the last op.
+  SimResult out;
+  out.bytes = o.bytes;
+  out.events = events;
+  out.rankFinish.assign(s.ranks.size(), 0);
+  uint32_t last = 0;
   std::vector<std::string> stuck;
   size_t numStuck = 0;
-  for (uint32_t g = 0; g < total; ++g)
-    if (!done[g]) {
+  for (uint32_t g = 0; g < total; ++g) {
+    const OpState &st = ops[g];
+    if (!st.done) {
       if (stuck.size() < 5)
-        stuck.push_back(llvm::formatv("rank {0} %{1}", opRank[g],
-                                      g - base[opRank[g]]));
+        stuck.push_back(llvm::formatv("rank {0} %{1}", st.rank,
+                                      g - base[st.rank]));
       ++numStuck;
+      continue;
     }
+    double &f = out.rankFinish[st.rank];
+    f = std::max(f, st.end);
+    if (st.end > ops[last].end)
+      last = g;
+  }
   if (numStuck)
     return makeUserError(llvm::formatv(
         "schedule cannot run to the end: {0} op{1} never start ({2}{3}); a "
@@ -441,41 +545,100 @@ llvm::Expected<SimResult> Sim::run() {
         numStuck, numStuck == 1 ? "" : "s", llvm::join(stuck, ", "),
         numStuck > stuck.size() ? ", ..." : ""));
 
-  SimResult res;
-  res.bytes = o.bytes;
-  res.events = events;
-  res.rankFinish.assign(s.ranks.size(), 0);
-  uint32_t last = 0;
-  for (uint32_t g = 0; g < total; ++g) {
-    double &f = res.rankFinish[opRank[g]];
-    f = std::max(f, end[g]);
-    if (end[g] > end[last])
-      last = g;
-  }
-  for (double f : res.rankFinish)
-    res.time = std::max(res.time, f);
+  for (double f : out.rankFinish)
+    out.time = std::max(out.time, f);
   if (total > 0) {
-    for (int32_t g = static_cast<int32_t>(last); g >= 0; g = critPred[g]) {
-      uint32_t r = opRank[g];
-      res.criticalPath.push_back({static_cast<int>(r),
-                                  static_cast<int>(g - base[r]), start[g],
-                                  end[g], critMsg[g]});
+    for (int32_t g = static_cast<int32_t>(last); g >= 0;
+         g = ops[g].critPred) {
+      const OpState &st = ops[g];
+      out.criticalPath.push_back({static_cast<int>(st.rank),
+                                  static_cast<int>(g - base[st.rank]),
+                                  st.start, st.end, st.critMsg});
     }
-    std::reverse(res.criticalPath.begin(), res.criticalPath.end());
+    std::reverse(out.criticalPath.begin(), out.criticalPath.end());
   }
   for (int r = 0; r < m.numResources(); ++r)
-    if (bytesOn[r] > 0)
-      res.links.push_back({r, busy[r], bytesOn[r]});
-  res.algbw = res.time > 0 ? o.bytes / res.time : 0;
-  res.busbw = res.algbw * busFactor(s.collective, s.numRanks);
+    if (res[r].bytes > 0)
+      out.links.push_back({r, res[r].busy, res[r].bytes});
+  out.algbw = out.time > 0 ? o.bytes / out.time : 0;
+  out.busbw = out.algbw * busFactor(s.collective, s.numRanks);
   if (o.recordTransfers) {
     std::stable_sort(transfers.begin(), transfers.end(),
                      [](const SimTransfer &a, const SimTransfer &b) {
                        return a.start < b.start;
                      });
-    res.transfers = std::move(transfers);
+    out.flows = flowsOf(transfers);
+    out.transfers = std::move(transfers);
   }
-  return res;
+  return out;
+}
+
+std::vector<SimFlow> Sim::flowsOf(const std::vector<SimTransfer> &xs) {
+  // Transfers grouped by (message, stage), in trace order within a group.
+  std::vector<int> byMsg(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i)
+    byMsg[i] = static_cast<int>(i);
+  std::stable_sort(byMsg.begin(), byMsg.end(), [&](int a, int b) {
+    return std::pair(xs[a].message, xs[a].stage) <
+           std::pair(xs[b].message, xs[b].stage);
+  });
+  auto later = [&](int a, int b) { return xs[b].end > xs[a].end ? b : a; };
+  std::vector<int> firstOfMsg(msgs.size(), -1); ///< into byMsg
+  std::vector<int> lastHop(msgs.size(), -1);    ///< transfer ending last
+  std::vector<SimFlow> out;
+  for (size_t i = 0; i < byMsg.size();) {
+    int m = xs[byMsg[i]].message;
+    firstOfMsg[m] = static_cast<int>(i);
+    int prevLast = -1;
+    while (i < byMsg.size() && xs[byMsg[i]].message == m) {
+      int stage = xs[byMsg[i]].stage, last = byMsg[i];
+      for (; i < byMsg.size() && xs[byMsg[i]].message == m &&
+             xs[byMsg[i]].stage == stage;
+           ++i) {
+        last = later(last, byMsg[i]);
+        if (prevLast >= 0)
+          out.push_back({prevLast, byMsg[i], true});
+      }
+      prevLast = last;
+    }
+    lastHop[m] = prevLast;
+  }
+  // The message whose arrival released an op, through same-rank chains.
+  std::vector<int32_t> released(ops.size(), -2);
+  auto releasedBy = [&](uint32_t g) {
+    std::vector<uint32_t> chain;
+    int32_t m = -1;
+    for (int32_t x = static_cast<int32_t>(g); x >= 0; x = ops[x].critPred) {
+      if (released[x] != -2) {
+        m = released[x];
+        break;
+      }
+      chain.push_back(static_cast<uint32_t>(x));
+      if (ops[x].critMsg >= 0) {
+        m = ops[x].critMsg;
+        break;
+      }
+    }
+    for (uint32_t x : chain)
+      released[x] = m;
+    return m;
+  };
+  for (size_t m2 = 0; m2 < msgs.size(); ++m2) {
+    if (firstOfMsg[m2] < 0)
+      continue;
+    int32_t m1 = releasedBy(msgs[m2].senderOp);
+    if (m1 < 0 || lastHop[m1] < 0)
+      continue;
+    for (size_t i = firstOfMsg[m2];
+         i < byMsg.size() && xs[byMsg[i]].message == static_cast<int>(m2) &&
+         xs[byMsg[i]].stage == 0;
+         ++i)
+      out.push_back({lastHop[m1], byMsg[i], false});
+  }
+  llvm::sort(out, [](const SimFlow &a, const SimFlow &b) {
+    return std::pair(a.to, a.from) < std::pair(b.to, b.from);
+  });
+  return out;
 }
 
 } // namespace

@@ -8,7 +8,10 @@
 // before the next hop starts) or cut-through (the next hop starts when the
 // head arrives). Ranks follow same-rank deps, threadblock program order (from
 // ThreadblocksAssigned on) and message pairing; a reduction costs
-// bytes / reduceBandwidth. Stage: analysis, on any verified schedule.
+// bytes / reduceBandwidth. Route hints pin rank pairs to NICs (a ring
+// search's choice). On request every transfer is recorded with the
+// dependencies between transfers (trace flow arrows). Stage: analysis, on
+// any verified schedule.
 // Never prints; deterministic (ties break by event creation order).
 //
 //===----------------------------------------------------------------------===//
@@ -31,6 +34,15 @@ enum class SimMode {
   CutThrough,      ///< hops pipeline: the next starts when the head arrives
 };
 
+/// Routes messages from rank `from` to rank `to` through the sender node's
+/// NIC `nics.out` and the receiver node's NIC `nics.in` (device indices;
+/// LinkModel::viaFlow) instead of the LinkModel's free routing: the NIC hops
+/// a multi-node ring search chose (RingChannel::nics).
+struct SimRouteHint {
+  int from = -1, to = -1;
+  NicPair nics;
+};
+
 struct SimOptions {
   /// S in the nccl-tests convention (allgather: output, reducescatter:
   /// input, allreduce: the buffer); one chunk is S / chunksPerLoop.
@@ -41,6 +53,9 @@ struct SimOptions {
   std::optional<double> reduceBandwidth;
   /// Record every link transfer (for traces); off for speed.
   bool recordTransfers = false;
+  /// Fixed NIC routes per rank pair; the first hint of a pair wins, pairs
+  /// without one route freely.
+  std::vector<SimRouteHint> routeHints;
 };
 
 /// Reduction bandwidth of a GPU model, bytes/s: a third of its memory
@@ -64,10 +79,23 @@ struct SimStep {
   int viaMessage = -1;
 };
 
-/// One message crossing one resource (recordTransfers only).
+/// One message crossing one resource (recordTransfers only). `stage` is
+/// the hop of the message's route (0 leaves the sender).
 struct SimTransfer {
   int resource = -1, message = -1, sender = -1, receiver = -1;
   double start = 0, end = 0, bytes = 0;
+  int stage = 0;
+};
+
+/// A dependency between two transfers (indices into SimResult::transfers):
+/// `to` could not start before `from` ended. Two kinds: the next hop of the
+/// same message (from the hop's transfer that finished last), and the first
+/// hop of a message whose send was released, directly or through local ops
+/// of its rank, by the arrival of another message (from that message's last
+/// hop that finished last).
+struct SimFlow {
+  int from = -1, to = -1;
+  bool sameMessage = false;
 };
 
 struct SimResult {
@@ -78,6 +106,7 @@ struct SimResult {
   std::vector<SimLinkStats> links; ///< every used resource, by id
   std::vector<SimStep> criticalPath; ///< first op to the last one
   std::vector<SimTransfer> transfers; ///< by start time (recordTransfers)
+  std::vector<SimFlow> flows; ///< by (to, from) (recordTransfers)
   size_t events = 0; ///< events processed
 };
 

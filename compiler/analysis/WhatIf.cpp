@@ -27,10 +27,12 @@ namespace {
 
 class SimulatedEvaluator : public WhatIfEvaluator {
 public:
-  SimulatedEvaluator(ir::Schedule s, LinkModel &m, const WhatIfSettings &set)
-      : s(std::move(s)), m(m), runs(set.timingRuns) {
+  SimulatedEvaluator(RoutedSchedule rs, LinkModel &m,
+                     const WhatIfSettings &set)
+      : s(std::move(rs.schedule)), m(m), runs(set.timingRuns) {
     opts.mode = set.mode;
     opts.reduceBandwidth = set.reduceBandwidth;
+    opts.routeHints = std::move(rs.routeHints);
   }
   llvm::Expected<WhatIfEstimate> estimate(double bytes) override {
     opts.bytes = bytes;
@@ -139,8 +141,9 @@ private:
 
 } // namespace
 
-WhatIfAlgorithm simulatedAlgorithm(std::string name, std::string description,
-                                   WhatIfScheduleBuilder build) {
+WhatIfAlgorithm routedSimulatedAlgorithm(std::string name,
+                                         std::string description,
+                                         WhatIfRoutedBuilder build) {
   WhatIfAlgorithm a;
   a.name = std::move(name);
   a.description = std::move(description);
@@ -153,6 +156,19 @@ WhatIfAlgorithm simulatedAlgorithm(std::string name, std::string description,
                                                 ctx.settings);
   };
   return a;
+}
+
+WhatIfAlgorithm simulatedAlgorithm(std::string name, std::string description,
+                                   WhatIfScheduleBuilder build) {
+  return routedSimulatedAlgorithm(
+      std::move(name), std::move(description),
+      [build = std::move(build)](
+          const WhatIfContext &ctx) -> llvm::Expected<RoutedSchedule> {
+        auto s = build(ctx);
+        if (!s)
+          return s.takeError();
+        return RoutedSchedule{std::move(*s), {}};
+      });
 }
 
 void WhatIfRegistry::add(WhatIfAlgorithm a) {

@@ -80,6 +80,14 @@ using WhatIfFactory =
 using WhatIfScheduleBuilder =
     std::function<llvm::Expected<ir::Schedule>(const WhatIfContext &)>;
 
+/// A schedule and the fixed NIC routes of some of its rank pairs.
+struct RoutedSchedule {
+  ir::Schedule schedule;
+  std::vector<SimRouteHint> routeHints;
+};
+using WhatIfRoutedBuilder =
+    std::function<llvm::Expected<RoutedSchedule>(const WhatIfContext &)>;
+
 struct WhatIfAlgorithm {
   std::string name;
   std::string description;
@@ -92,6 +100,11 @@ struct WhatIfAlgorithm {
 /// simulator times at each size.
 WhatIfAlgorithm simulatedAlgorithm(std::string name, std::string description,
                                    WhatIfScheduleBuilder build);
+/// The same with route hints (SimOptions::routeHints), e.g. a ring search's
+/// NIC choice on multi-node topologies.
+WhatIfAlgorithm routedSimulatedAlgorithm(std::string name,
+                                         std::string description,
+                                         WhatIfRoutedBuilder build);
 
 class WhatIfRegistry {
 public:

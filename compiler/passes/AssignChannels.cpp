@@ -3,7 +3,8 @@
 // Union-find over all ops of the schedule: a same-rank dependency or a message
 // joins two ops. Each class is one sub-schedule (for a ring lowering: one
 // ring) and becomes one channel; a class in which some op already carries a
-// channel keeps that channel.
+// channel gives that channel to its ops without one, and ops that carry a
+// channel keep their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +75,10 @@ llvm::Error assignChannels(Schedule &s, int32_t maxChannels) {
       }
   for (size_t r = 0; r < s.ranks.size(); ++r)
     for (size_t i = 0; i < s.ranks[r].ops.size(); ++i) {
+      // An op's own channel wins (a lowering that chose per-op channels,
+      // like the tree lowering's per-chain channels, keeps them all).
+      if (s.ranks[r].ops[i].channel != kNone)
+        continue;
       auto [it, isNew] = channelOf.emplace(uf.find(base[r] + i), nextChannel);
       if (isNew)
         ++nextChannel;

@@ -3,7 +3,8 @@
 // Gives every op a channel: the independent sub-schedules of a lowering (one
 // per ring; ops connected by same-rank deps or by a message) each get their
 // own channel, numbered in order of first appearance on rank 0, 1, ...
-// Channels a lowering already set are kept. Stage: Fused -> ChannelsAssigned.
+// Channels a lowering already set are kept, per op; an op without one takes
+// the channel of its sub-schedule. Stage: Fused -> ChannelsAssigned.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PASSES_ASSIGNCHANNELS_H

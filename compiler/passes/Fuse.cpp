@@ -79,6 +79,8 @@ public:
       return false;
     if (!isPlain(ops[a]) || !isPlain(ops[b]))
       return false;
+    if (ops[a].channel != ops[b].channel)
+      return false; // a lowering's channel choice (trees: one per chain)
     for (OpId d : ops[b].deps)
       if (d != a && hb(a, d))
         return false; // something happens between a and b

@@ -5,7 +5,8 @@
 // combined MSCCL primitives rcs, rrc, rrcs and rrs (rules written above the
 // code in Fuse.cpp, msccl-tools rank_dag.py style). Stage: Lowered -> Fused.
 // Preserves semantics, message pairing and the FIFO order per peer; shrinks
-// each rank's scratch to what is still addressed.
+// each rank's scratch to what is still addressed. Ops a lowering put on
+// different channels are never fused.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PASSES_FUSE_H

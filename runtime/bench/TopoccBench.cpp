@@ -5,6 +5,17 @@
 //
 //   topocc-mpirun -np 8 topocc-bench --plan P.json -b 1K -e 256M -f 2
 //       -n 20 -w 5 -c 1 -d float --baseline mpi -J out.json
+//   topocc-mpirun -np 8 topocc-bench --topology T.yaml --algorithm cerar
+//       --tolerance 1e-3 --size 256M -b 16M -e 256M ...
+//
+// --topology compiles on the fly with compile(topology, request) (the same
+// pipeline as `topocc compile`): --algorithm (ring, hier-ring, trees,
+// cerar, auto), --size (the size the plan is chosen for; default the
+// largest -e size), --tolerance, --components, --trees-per-root.
+// Exact plans report #wrong (elements that differ from the exact sum,
+// summed over ranks); coded plans (errorBound > 0, CERAR) report the
+// measured relative error max|got - exact| / max|exact| over every element
+// of every rank, next to the plan's bound.
 //
 // Sizes follow nccl-tests: allreduce size = count*elemsize; allgather size =
 // the gathered output (count per rank = size/ranks); reducescatter size = the
@@ -48,7 +59,11 @@ struct Options {
   int iters = 20, warmup = 5, check = 1;
   std::string dtype = "float";
   std::string planFile, topology, collective = "allreduce", baseline;
-  int chunks = 1, channels = 1;
+  std::string algorithm = "ring", size;
+  double tolerance = 0;
+  int components = 0;
+  long long treesPerRoot = 0;
+  int chunks = 1, channels = -1; ///< -1: auto for --algorithm auto, else 1
   bool inplace = false;
   double timeout = 0;
   std::string jsonOut;
@@ -81,6 +96,9 @@ float inputValue(int r, size_t i, int iter) {
 struct Result {
   double timeUs = 0, algbw = 0, busbw = 0;
   long long wrong = -1; ///< -1: not checked
+  /// Coded plans: max|got - exact| / max|exact| over every element of every
+  /// rank (-1: not checked or not coded).
+  double relErr = -1;
 };
 
 class Bench {
@@ -124,8 +142,12 @@ public:
     for (size_t i = 0; i < layout.inputElements(); ++i)
       storeElement(send, i, t, inputValue(rank, i, iter));
   }
-  long long countWrong(int iter) const {
+  /// Checks the output against the exact result of iteration `iter`'s
+  /// inputs: the number of wrong elements (summed over ranks) and, for
+  /// coded plans, the relative error (maxima over ranks).
+  void check(int iter, Result &r) const {
     long long wrong = 0;
+    double maxDiff = 0, maxExact = 0;
     size_t count = layout.count;
     for (size_t i = 0; i < layout.outputElements(); ++i) {
       float want = 0;
@@ -142,11 +164,17 @@ public:
           want += inputValue(q, i, iter);
         break;
       }
-      wrong += loadElement(recv, i, t) != want;
+      float got = loadElement(recv, i, t);
+      wrong += got != want;
+      maxDiff = std::max(maxDiff, std::fabs(double(got) - double(want)));
+      maxExact = std::max(maxExact, std::fabs(double(want)));
     }
     long long total = 0;
     MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return total;
+    r.wrong = total;
+    double mine[2] = {maxDiff, maxExact}, all[2] = {0, 0};
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    r.relErr = all[1] > 0 ? all[0] / all[1] : all[0];
   }
 
   void runPlan(bool checkPeers) {
@@ -193,7 +221,7 @@ public:
     if (o.check) {
       fill(1);
       fn(false);
-      r.wrong = countWrong(1);
+      check(1, r);
       fill(0);
     }
     return r;
@@ -219,10 +247,22 @@ public:
   char *send = nullptr, *recv = nullptr;
 };
 
-std::string fmtResult(const Result &r) {
-  std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
-  return llvm::formatv("{0,10:f1} {1,7:f2} {2,7:f2} {3,6}", r.timeUs, r.algbw,
-                       r.busbw, wrong)
+/// One side of a row; `bound` > 0 (a coded plan) shows the relative error
+/// and the bound ("1.2e-04(1.0e-03)", 18 wide) instead of #wrong.
+std::string fmtResult(const Result &r, double bound) {
+  std::string check;
+  if (bound > 0)
+    check = r.relErr < 0 ? "N/A"
+                         : llvm::formatv("{0:e1}({1:e1}){2}", r.relErr, bound,
+                                         r.relErr > bound ? "!" : "")
+                               .str();
+  else
+    check = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
+  size_t width = bound > 0 ? 18 : 6;
+  if (check.size() < width)
+    check.insert(0, width - check.size(), ' ');
+  return llvm::formatv("{0,10:f1} {1,7:f2} {2,7:f2} {3}", r.timeUs, r.algbw,
+                       r.busbw, check)
       .str();
 }
 
@@ -239,11 +279,27 @@ int runMain(int argc, char **argv) {
   app.add_option("-d,--datatype", o.dtype, "float, half or bfloat16");
   app.add_option("--plan", o.planFile, "Plan file (topocc compile --emit plan)");
   app.add_option("--topology", o.topology,
-                 "Compile a ring for this topology instead of --plan");
+                 "Compile a plan for this topology instead of --plan");
+  app.add_option("--algorithm", o.algorithm,
+                 "With --topology: ring (default), hier-ring, trees, cerar "
+                 "or auto");
+  app.add_option("--size", o.size,
+                 "With --topology: the size the plan is chosen for (default: "
+                 "the largest -e size)");
+  app.add_option("--tolerance", o.tolerance,
+                 "With --topology, cerar/auto: relative error tolerance");
+  app.add_option("--components", o.components,
+                 "With --topology, cerar/auto: CERAR components c (0: the "
+                 "policy's choice)");
+  app.add_option("--trees-per-root", o.treesPerRoot,
+                 "With --topology, trees/auto: spanning trees per root (0: "
+                 "the optimum's k)");
   app.add_option("--collective", o.collective,
                  "allreduce, allgather or reducescatter (with --topology)");
   app.add_option("--chunks", o.chunks, "Chunks per rank (with --topology)");
-  app.add_option("--channels", o.channels, "Channels (with --topology)");
+  app.add_option("--channels", o.channels,
+                 "Channels (with --topology; 0: the ring search's choice; "
+                 "default 1, auto for --algorithm auto)");
   app.add_flag("--inplace", o.inplace, "In-place plan (with --topology)");
   app.add_option("--baseline", o.baseline, "mpi: also time MPI's collective");
   app.add_option("--timeout", o.timeout,
@@ -281,6 +337,14 @@ int runMain(int argc, char **argv) {
                      "type)");
   if (o.planFile.empty() == o.topology.empty())
     return userError("give either --plan FILE or --topology FILE");
+  std::optional<size_t> planBytes = maxB;
+  if (!o.size.empty())
+    planBytes = parseSize(o.size);
+  if (!planBytes || *planBytes == 0)
+    return userError("bad --size '" + o.size + "'");
+  if (o.components < 0 || o.tolerance < 0 || o.treesPerRoot < 0)
+    return userError("--components, --tolerance and --trees-per-root must "
+                     "not be negative");
 
   // Every rank loads or compiles the plan; an error on any rank stops all.
   std::optional<Plan> plan;
@@ -306,19 +370,29 @@ int runMain(int argc, char **argv) {
     } else {
       CompileRequest req;
       req.collective = *coll;
+      req.algorithm = o.algorithm;
       req.chunks = o.chunks;
-      req.channels = o.channels;
+      req.channels =
+          o.channels >= 0 ? o.channels : (o.algorithm == "auto" ? 0 : 1);
       req.inplace = o.inplace;
-      req.name = llvm::formatv("{0}_ring_{1}", topo->name(), o.collective);
+      req.bytes = double(*planBytes);
+      req.tolerance = o.tolerance;
+      req.components = o.components;
+      req.treesPerRoot = o.treesPerRoot;
+      req.name = llvm::formatv("{0}_{1}_{2}_{3}", topo->name(), o.algorithm,
+                               o.collective,
+                               o.inplace ? "inplace" : "outofplace");
       PassLogger log;
-      auto compiled = compile(n, req, log);
+      auto compiled = compile(*topo, req, log);
       if (!compiled) {
         loadError = llvm::toString(compiled.takeError());
       } else {
         backends::PlanMeta meta;
+        meta.generator = "topocc-bench";
         meta.topologyName = topo->name().str();
         meta.topologyHash = backends::topologyHash(*topo);
-        meta.algorithm = "ring";
+        meta.algorithm = compiled->algorithm;
+        meta.errorBound = compiled->codedError;
         auto p = Plan::fromSchedule(std::move(compiled->schedule), meta);
         if (p)
           plan = std::move(*p);
@@ -339,24 +413,44 @@ int runMain(int argc, char **argv) {
   Bench b(o, *plan, *dtype, tr);
   const ir::Schedule &s = plan->schedule();
   bool baseline = o.baseline == "mpi";
+  const double bound = plan->meta().errorBound; // > 0: a coded plan
+  const bool coded = bound > 0;
+  bool overBound = false;
   if (rank == 0) {
+    std::string algo = plan->meta().algorithm.empty()
+                           ? std::string()
+                           : plan->meta().algorithm + ", ";
     llvm::outs() << llvm::formatv(
-        "# topocc-bench: plan '{0}' ({1}, {2}, {3} ranks, {4} chunks per "
+        "# topocc-bench: plan '{0}' ({7}{1}, {2}, {3} ranks, {4} chunks per "
         "loop, {5} channels), hash {6}\n",
         s.name, ir::collectiveName(s.collective),
         s.inplace ? "in-place" : "out-of-place", s.numRanks, s.chunksPerLoop,
-        s.numChannels, backends::formatHash(plan->hash()));
+        s.numChannels, backends::formatHash(plan->hash()), algo);
+    if (coded)
+      llvm::outs() << llvm::formatv(
+          "# coded plan: error bound {0:e} (relerr = max|got - exact| / "
+          "max|exact| over all elements and ranks; '!' marks relerr > "
+          "bound); counts rounded down to a multiple of the chunks per "
+          "block\n",
+          bound);
     llvm::outs() << llvm::formatv("# iters {0}, warmup {1}, check {2}\n",
                                   o.iters, o.warmup, o.check);
+    // The plan's check column: #wrong (6 wide) or relerr(bound) (18 wide).
+    const char *checkHead = coded ? "     relerr(bound)" : "#wrong";
+    const char *checkPad = coded ? "                  " : "      ";
     llvm::outs() << "#                                           topocc plan"
-                 << (baseline ? "                     MPI baseline" : "")
+                 << (baseline ? std::string(coded ? 12 : 0, ' ') +
+                                    "                     MPI baseline"
+                              : "")
                  << "\n";
     llvm::outs() << "#       size      count   type  redop       time   algbw"
-                    "   busbw #wrong"
+                    "   busbw "
+                 << checkHead
                  << (baseline ? "       time   algbw   busbw #wrong" : "")
                  << "\n";
     llvm::outs() << "#        (B) (elements)                     (us)  (GB/s)"
-                    "  (GB/s)       "
+                    "  (GB/s) "
+                 << checkPad
                  << (baseline ? "       (us)  (GB/s)  (GB/s)       " : "")
                  << "\n";
     llvm::outs().flush();
@@ -367,6 +461,14 @@ int runMain(int argc, char **argv) {
   for (double bytesD = double(*minB); bytesD <= double(*maxB) * 1.0000001;
        bytesD *= o.factor) {
     size_t count = b.countFor(size_t(bytesD));
+    // A coded plan combines whole chunks, so they must be equal: round the
+    // count down to a multiple of the chunks per block (as nccl-tests
+    // rounds to its alignment); size and count show what ran.
+    if (coded) {
+      auto l = layoutFor(s, count);
+      if (l && l->chunksPerBlock > 0)
+        count -= count % size_t(l->chunksPerBlock);
+    }
     if (count == 0)
       continue;
     size_t bytes = s.collective == ir::Collective::AllReduce
@@ -384,7 +486,8 @@ int runMain(int argc, char **argv) {
     if (rank == 0) {
       llvm::outs() << llvm::formatv("{0,12} {1,10} {2,6} {3,6} ", bytes, count,
                                     o.dtype, "sum")
-                   << fmtResult(p) << (baseline ? " " + fmtResult(m) : "")
+                   << fmtResult(p, bound)
+                   << (baseline ? " " + fmtResult(m, 0) : "")
                    << "\n";
       llvm::outs().flush();
       llvm::json::Object row{{"size", int64_t(bytes)},
@@ -393,8 +496,14 @@ int runMain(int argc, char **argv) {
                              {"redop", "sum"},
                              {"time_us", p.timeUs},
                              {"algbw", p.algbw},
-                             {"busbw", p.busbw},
-                             {"wrong", p.wrong}};
+                             {"busbw", p.busbw}};
+      if (coded) {
+        row["relerr"] = p.relErr;
+        row["bound"] = bound;
+        overBound |= p.relErr > bound;
+      } else {
+        row["wrong"] = p.wrong;
+      }
       if (baseline)
         row["baseline"] = llvm::json::Object{{"name", "mpi"},
                                              {"time_us", m.timeUs},
@@ -411,12 +520,16 @@ int runMain(int argc, char **argv) {
       llvm::outs() << llvm::formatv(" (MPI baseline {0:f3} GB/s)",
                                     sizes ? sumBase / sizes : 0);
     llvm::outs() << "\n";
+    if (overBound)
+      llvm::outs() << "# WARNING: the measured relative error exceeds the "
+                      "plan's bound (rows marked '!')\n";
     if (!o.jsonOut.empty()) {
       std::error_code ec;
       llvm::raw_fd_ostream os(o.jsonOut, ec);
       if (ec)
         return userError("cannot write '" + o.jsonOut + "': " + ec.message());
       llvm::json::Object doc{{"plan", s.name},
+                             {"algorithm", plan->meta().algorithm},
                              {"collective", ir::collectiveName(s.collective)},
                              {"inplace", s.inplace},
                              {"ranks", n},
@@ -424,6 +537,8 @@ int runMain(int argc, char **argv) {
                              {"iters", o.iters},
                              {"warmup", o.warmup},
                              {"results", std::move(rows)}};
+      if (coded)
+        doc["errorBound"] = bound;
       os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
     }
   }

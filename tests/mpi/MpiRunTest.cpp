@@ -9,7 +9,14 @@
 // documented message (exit 0 when it does).
 //
 //   topocc-mpi-test --collective allreduce --chunks 2 --channels 2
-//       [--inplace] [--dtype fp32] --counts 1,7,1001 [--mismatch count]
+//       [--inplace] [--rounds] [--dtype fp32] --counts 1,7,1001
+//       [--mismatch count]
+//   topocc-mpi-test --plans P1.json,P2.json [--rounds] [--fit-counts]
+//       [--bound-scale F] --counts 7,1001
+//       (run plan files; collective and in-place mode from each plan;
+//       coded plans, errorBound > 0: the relative error max|got - exact| /
+//       max|exact| over every element of every rank must be <= the bound,
+//       exact ones must have 0 wrong elements)
 //       --dir DIR
 //
 //===----------------------------------------------------------------------===//
@@ -26,7 +33,9 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <unistd.h>
 #include <string>
@@ -45,7 +54,15 @@ struct Args {
   std::string collective = "allreduce", dtype = "fp32", mismatch, dir = ".";
   int chunks = 1, channels = 1;
   bool inplace = false;
+  bool rounds = false; ///< RunOptions::rounds (the NCCL ordering)
   std::vector<size_t> counts{1, 7, 1001};
+  std::vector<std::string> plans; ///< --plans: run these files instead
+  /// --fit-counts: round each count up to a multiple of the plan's chunks
+  /// per block (for plans whose message ends need equal chunks, e.g. trees).
+  bool fitCounts = false;
+  /// --bound-scale F: check coded plans against F times their bound (F < 1
+  /// tests that the check fails when the error exceeds the bound).
+  double boundScale = 1;
 };
 
 bool parseArgs(int argc, char **argv, Args &a) {
@@ -68,12 +85,23 @@ bool parseArgs(int argc, char **argv, Args &a) {
       a.channels = std::stoi(next().str());
     else if (arg == "--inplace")
       a.inplace = true;
+    else if (arg == "--rounds")
+      a.rounds = true;
+    else if (arg == "--fit-counts")
+      a.fitCounts = true;
+    else if (arg == "--bound-scale")
+      a.boundScale = std::stod(next().str());
     else if (arg == "--counts") {
       a.counts.clear();
       llvm::SmallVector<llvm::StringRef, 8> parts;
       next().split(parts, ',');
       for (llvm::StringRef p : parts)
         a.counts.push_back(std::stoull(p.str()));
+    } else if (arg == "--plans") {
+      llvm::SmallVector<llvm::StringRef, 8> parts;
+      next().split(parts, ',', -1, false);
+      for (llvm::StringRef p : parts)
+        a.plans.push_back(p.str());
     } else {
       llvm::errs() << "unknown argument '" << arg << "'\n";
       return false;
@@ -117,11 +145,120 @@ std::string writePlan(const Args &a, int n, int chunks, llvm::StringRef tag) {
   return path;
 }
 
+/// --plans: every rank loads each plan file (compiled by `topocc compile
+/// --emit plan`), runs it for each count with the collective and in-place
+/// mode the plan says, and checks every element; rank 0 prints one line per
+/// plan. Returns the exit code (same on every rank).
+int runPlanFiles(const Args &a, MpiTransport &tr) {
+  int n = tr.size(), rank = tr.rank();
+  DType dtype = *dtypeFromName(a.dtype);
+  size_t esz = dtypeSize(dtype);
+  RunOptions opts;
+  opts.timeoutSeconds = 20;
+  opts.rounds = a.rounds;
+  long long allWrong = 0;
+  for (const std::string &path : a.plans) {
+    auto plan = Plan::load(path);
+    if (!plan) {
+      llvm::errs() << "rank " << rank << ": "
+                   << llvm::toString(plan.takeError()) << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    ir::Collective coll = plan->schedule().collective;
+    bool inplace = plan->schedule().inplace;
+    // > 0: coded (CERAR)
+    const double bound = plan->meta().errorBound * a.boundScale;
+    long long wrong = 0, checked = 0;
+    double maxDiff = 0, maxExact = 0;
+    std::vector<size_t> usedCounts;
+    for (size_t count : a.counts) {
+      auto layout = layoutFor(plan->schedule(), count);
+      if (!layout) {
+        llvm::errs() << llvm::toString(layout.takeError()) << "\n";
+        MPI_Abort(MPI_COMM_WORLD, 2);
+      }
+      if (a.fitCounts) {
+        size_t k = size_t(layout->chunksPerBlock);
+        count = (count + k - 1) / k * k;
+        layout->count = count;
+      }
+      usedCounts.push_back(count);
+      size_t inE = layout->inputElements(), outE = layout->outputElements();
+      std::vector<char> mem((inE + outE) * esz + 64, 0);
+      char *send = mem.data(), *recv = mem.data() + inE * esz;
+      if (inplace) {
+        if (coll == ir::Collective::AllGather) {
+          recv = mem.data();
+          send = recv + size_t(rank) * count * esz;
+        } else if (coll == ir::Collective::ReduceScatter) {
+          recv = send + size_t(rank) * count * esz;
+        } else {
+          recv = send;
+        }
+      }
+      for (size_t i = 0; i < inE; ++i)
+        storeElement(send, i, dtype, inputValue(rank, i));
+      if (llvm::Error err = plan->run(send, recv, count, dtype, tr, opts)) {
+        llvm::errs() << "rank " << rank << ": " << path << ": "
+                     << llvm::toString(std::move(err)) << "\n";
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      for (size_t i = 0; i < outE; ++i) {
+        float want = 0;
+        if (coll == ir::Collective::AllGather)
+          want = inputValue(int(i / count), i % count);
+        else if (coll == ir::Collective::ReduceScatter)
+          for (int q = 0; q < n; ++q)
+            want += inputValue(q, size_t(rank) * count + i);
+        else
+          for (int q = 0; q < n; ++q)
+            want += inputValue(q, i);
+        float got = loadElement(recv, i, dtype);
+        wrong += got != want;
+        maxDiff = std::max(maxDiff, std::fabs(double(got) - double(want)));
+        maxExact = std::max(maxExact, std::fabs(double(want)));
+        ++checked;
+      }
+    }
+    long long totals[2] = {wrong, checked}, sums[2] = {0, 0};
+    MPI_Allreduce(totals, sums, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    double maxima[2] = {maxDiff, maxExact}, worst[2] = {0, 0};
+    MPI_Allreduce(maxima, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double relErr = worst[1] > 0 ? worst[0] / worst[1] : worst[0];
+    // A coded plan passes when its relative error is within the bound (the
+    // 1e-6 slack covers fp32 rounding of exact coefficients); an exact one
+    // when no element differs.
+    bool bad = bound > 0 ? !(relErr <= bound + 1e-6) : sums[0] != 0;
+    allWrong += bad;
+    std::string counts = llvm::join(
+        llvm::map_range(usedCounts, [](size_t c) { return std::to_string(c); }),
+        ",");
+    if (rank == 0 && bound > 0)
+      llvm::outs() << llvm::formatv(
+          "{0} ranks, plan '{1}' ({2}, {3}, {4}){5}, counts {6}: relative "
+          "error {7:e} {8} bound {9:e} ({10} of {11} elements inexact){12}\n",
+          n, plan->schedule().name, ir::collectiveName(coll),
+          inplace ? "in-place" : "out-of-place", a.dtype,
+          a.rounds ? ", by rounds" : "", counts, relErr, bad ? ">" : "<=",
+          bound, sums[0], sums[1], bad ? ": FAILED" : "");
+    else if (rank == 0)
+      llvm::outs() << llvm::formatv(
+          "{0} ranks, plan '{1}' ({2}, {3}, {4}){5}, counts {8}: {6} wrong "
+          "of {7} elements checked\n",
+          n, plan->schedule().name, ir::collectiveName(coll),
+          inplace ? "in-place" : "out-of-place", a.dtype,
+          a.rounds ? ", by rounds" : "", sums[0], sums[1], counts);
+  }
+  return allWrong ? 1 : 0;
+}
+
 int runMain(int argc, char **argv) {
   Args a;
   if (!parseArgs(argc, argv, a))
     return 2;
   MpiTransport tr;
+  if (!a.plans.empty())
+    return runPlanFiles(a, tr);
   int n = tr.size(), rank = tr.rank();
   auto coll = ir::collectiveFromName(a.collective);
   auto dtype = dtypeFromName(a.dtype);
@@ -153,6 +290,7 @@ int runMain(int argc, char **argv) {
 
   RunOptions opts;
   opts.timeoutSeconds = 20; // a hang becomes an error naming the messages
+  opts.rounds = a.rounds;
   size_t esz = dtypeSize(*dtype);
   long long wrong = 0, checked = 0;
   for (size_t count : a.counts) {
@@ -224,10 +362,11 @@ int runMain(int argc, char **argv) {
   MPI_Reduce(totals, sums, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     llvm::outs() << llvm::formatv(
-        "{0} ranks, {1}, chunks {2}, channels {3}, {4}, {5}: {6} wrong of {7} "
-        "elements checked\n",
+        "{0} ranks, {1}, chunks {2}, channels {3}, {4}, {5}{8}: {6} wrong of "
+        "{7} elements checked\n",
         n, a.collective, a.chunks, a.channels,
-        a.inplace ? "in-place" : "out-of-place", a.dtype, sums[0], sums[1]);
+        a.inplace ? "in-place" : "out-of-place", a.dtype, sums[0], sums[1],
+        a.rounds ? ", by rounds" : "");
     llvm::sys::fs::remove(path);
   }
   int bad = rank == 0 ? sums[0] != 0 : 0, anyBad = 0;

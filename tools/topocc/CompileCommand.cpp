@@ -1,9 +1,11 @@
 //===- tools/topocc/CompileCommand.cpp - `topocc compile` -----------------===//
 //
-// `topocc compile TOPO.yaml --collective C --algorithm ring|hier-ring ...
+// `topocc compile TOPO.yaml --collective C --algorithm ring|hier-ring|trees|
+// cerar|auto ...
 // --emit msccl-xml|ir|nccl-graph -o FILE` runs the pipeline
 // (compiler/Pipeline.h) on the topology: the ring algorithm uses the ring
 // search's rings for --size unless --ring gives an order (or rank-order);
+// trees packs ForestColl spanning trees (--trees-per-root K or the optimum);
 // `topocc compile --run-pass NAME --input-ir FILE -o FILE` runs one pass on
 // textual IR. Only verified schedules are written.
 //
@@ -27,6 +29,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <chrono>
 #include <memory>
 #include <map>
 #include <set>
@@ -39,9 +42,16 @@ struct CompileOptions {
   std::string topology;
   std::string collective;
   std::string algorithm = "ring";
-  std::string channels = "1";
+  std::string channels; ///< empty: 1, or auto for --algorithm auto
   int chunks = 1;
   std::string ring;
+  std::string treesPerRoot = "auto";
+  int components = 0;
+  double tolerance = 0;
+  std::string wireDtype = "fp32";
+  double kappaMax = 0;
+  int seam = 0;
+  bool explain = false;
   std::string size = "64M";
   bool inplace = false;
   bool outofplace = false;
@@ -161,7 +171,8 @@ llvm::Expected<std::string> render(const ir::Schedule &s,
 
 /// "wrote FILE: ring allreduce, 4 ranks, 1 channel, 4 threadblocks (1 per
 /// rank), 28 steps (at most 7 per threadblock), nchunksperloop 4"
-std::string summary(const ir::Schedule &s, const CompileOptions &opts) {
+std::string summary(const ir::Schedule &s, const CompileOptions &opts,
+                    llvm::StringRef algorithm) {
   size_t threadblocks = 0, steps = 0, maxTbs = 0, maxSteps = 0;
   for (const ir::RankProgram &rp : s.ranks) {
     std::map<ir::TbId, size_t> perTb;
@@ -176,7 +187,7 @@ std::string summary(const ir::Schedule &s, const CompileOptions &opts) {
   return llvm::formatv("wrote {0}: {1} {2}, {3} ranks, {4} channel{5}, {6} "
                        "threadblocks ({7} per rank at most), {8} steps ({9} "
                        "per threadblock at most), nchunksperloop {10}\n",
-                       opts.output, opts.algorithm,
+                       opts.output, algorithm,
                        ir::collectiveName(s.collective), s.numRanks,
                        s.numChannels, s.numChannels == 1 ? "" : "s",
                        threadblocks, maxTbs, steps, maxSteps, s.chunksPerLoop)
@@ -190,7 +201,9 @@ llvm::Error runCompile(const CompileOptions &opts) {
     return makeUserError("--inplace and --outofplace exclude each other");
   CompileRequest req;
   req.algorithm = opts.algorithm;
-  auto channels = parseChannels(opts.channels);
+  auto channels = parseChannels(
+      !opts.channels.empty() ? opts.channels
+                             : (opts.algorithm == "auto" ? "auto" : "1"));
   if (!channels)
     return channels.takeError();
   req.channels = *channels;
@@ -203,15 +216,49 @@ llvm::Error runCompile(const CompileOptions &opts) {
   req.proto = opts.proto;
   req.maxSteps = opts.maxSteps;
   req.verifyEach = opts.verifyEach;
+  if (opts.treesPerRoot != "auto") {
+    int64_t k;
+    if (llvm::StringRef(opts.treesPerRoot).getAsInteger(10, k) || k < 1 ||
+        k > 1000)
+      return makeUserError("invalid --trees-per-root '" + opts.treesPerRoot +
+                           "' (expected 1 to 1000 or auto)");
+    if (opts.algorithm != "trees" && opts.algorithm != "auto")
+      return makeUserError("--trees-per-root applies to --algorithm trees");
+    req.treesPerRoot = k;
+  }
+  const bool codedAlgorithm =
+      opts.algorithm == "cerar" || opts.algorithm == "auto";
+  if (!codedAlgorithm &&
+      (opts.components != 0 || opts.tolerance != 0 || opts.kappaMax != 0 ||
+       opts.seam != 0 || opts.wireDtype != "fp32"))
+    return makeUserError("--components, --tolerance, --wire-dtype, "
+                         "--kappa-max and --cerar-rotate-seam apply to "
+                         "--algorithm cerar or auto");
+  if (opts.components < 0 || opts.kappaMax < 0 || opts.seam < 0)
+    return makeUserError(
+        "--components, --kappa-max and --cerar-rotate-seam must not be "
+        "negative");
+  if (opts.algorithm == "cerar" && opts.emit == "msccl-xml")
+    return makeUserError(
+        "--algorithm cerar produces a coded schedule (linear combinations "
+        "with coefficients and subtraction) that the MSCCL executor cannot "
+        "run; use --emit plan (topocc runtime) or --emit ir");
+  req.components = opts.components;
+  req.tolerance = opts.tolerance;
+  req.wireDtype = opts.wireDtype;
+  req.kappaMax = opts.kappaMax;
+  req.seamOffset = opts.seam;
+  req.allowCoded = opts.emit == "plan" || opts.emit == "ir";
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
 
   ir::Schedule result;
   backends::PlanMeta meta;
   meta.generator = std::string("topocc ") + TOPOCC_VERSION;
   meta.algorithm = opts.algorithm;
-  std::string text, ringsLine;
+  std::string text, ringsLine, explainLines;
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
+  bool timingsPending = false;
   if (!opts.runPass.empty()) {
     if (opts.emit == "nccl-graph")
       return makeUserError("--emit nccl-graph needs a topology, not "
@@ -259,9 +306,21 @@ llvm::Error runCompile(const CompileOptions &opts) {
                       opts.collective, opts.inplace ? "inplace" : "outofplace")
             .str();
     auto plan = compile(*topo, req, log);
-    log.printTimings(llvm::errs());
-    if (!plan)
+    if (!plan) {
+      log.printTimings(llvm::errs());
       return plan.takeError();
+    }
+    timingsPending = true;
+    meta.algorithm = plan->algorithm;
+    meta.errorBound = plan->codedError;
+    if (opts.explain)
+      for (const std::string &line : plan->explain)
+        explainLines += line + "\n";
+    if (plan->coded)
+      explainLines += llvm::formatv("coded schedule: worst per-rank error "
+                                    "operator norm {0:e}\n",
+                                    plan->codedError)
+                          .str();
     if (opts.emit == "nccl-graph") {
       auto xml = renderNcclGraph(*topo, *plan, req, notes);
       if (!xml)
@@ -286,11 +345,22 @@ llvm::Error runCompile(const CompileOptions &opts) {
     result = std::move(plan->schedule);
   }
   if (opts.emit != "nccl-graph") {
+    auto start = std::chrono::steady_clock::now();
     auto rendered = render(result, opts, meta);
-    if (!rendered)
+    log.recordTime("emit " + opts.emit,
+                   std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    if (!rendered) {
+      if (timingsPending)
+        log.printTimings(llvm::errs());
       return rendered.takeError();
+    }
     text = std::move(*rendered);
   }
+  // Pass timings, with the emission when compiling a topology.
+  if (timingsPending)
+    log.printTimings(llvm::errs());
   if (auto err = writeOutputFile(opts.output, text))
     return err;
   if (opts.output != "-" && opts.emit == "nccl-graph")
@@ -301,9 +371,9 @@ llvm::Error runCompile(const CompileOptions &opts) {
         opts.algorithm, ir::collectiveName(result.collective),
         result.numRanks);
   else if (opts.output != "-")
-    llvm::outs() << summary(result, opts);
+    llvm::outs() << summary(result, opts, meta.algorithm);
   if (opts.output != "-")
-    llvm::outs() << ringsLine;
+    llvm::outs() << ringsLine << explainLines;
   for (const std::string &n : notes)
     llvm::errs() << "note: " << n << '\n';
   return llvm::Error::success();
@@ -320,22 +390,50 @@ void registerCompileCommand(CLI::App &app) {
   cmd->add_option("--collective", opts->collective,
                   "allreduce, allgather or reducescatter");
   cmd->add_option("--algorithm", opts->algorithm,
-                  "Algorithm: ring or hier-ring (multi-node all-reduce)")
+                  "Algorithm: ring, hier-ring (multi-node all-reduce), "
+                  "trees (ForestColl spanning trees), cerar (coded "
+                  "all-reduce) or auto (the fastest by the cost model)")
       ->capture_default_str();
   cmd->add_option("--channels", opts->channels,
-                  "Rings (MSCCL channels), or auto (the ring search chooses)")
-      ->capture_default_str();
+                  "Rings (MSCCL channels), or auto (the ring search chooses); "
+                  "default 1, auto with --algorithm auto");
   cmd->add_option("--size", opts->size,
                   "Message size the rings are chosen for (K/M/G are powers "
                   "of 1024)")
       ->capture_default_str();
   cmd->add_option("--chunks", opts->chunks,
-                  "Chunks per rank per channel (pipelining)")
+                  "Chunks per rank per channel (pipelining); trees: pieces "
+                  "per tree")
       ->capture_default_str();
   cmd->add_option("--ring", opts->ring,
                   "Ring order for every channel, a permutation of the ranks "
                   "(e.g. 0,3,2,1), or rank-order; default: the ring search's "
                   "rings");
+  cmd->add_option("--trees-per-root", opts->treesPerRoot,
+                  "Trees algorithm: spanning trees per root K (the best "
+                  "schedule with exactly K), or auto (the optimum's k)")
+      ->capture_default_str();
+  cmd->add_option("--components", opts->components,
+                  "CERAR: components c (0: chosen by the policy from the "
+                  "ring's bandwidth and the size)")
+      ->capture_default_str();
+  cmd->add_option("--tolerance", opts->tolerance,
+                  "CERAR/auto: relative error allowed (0: exact algorithms "
+                  "only; auto considers CERAR only above 0)")
+      ->capture_default_str();
+  cmd->add_option("--wire-dtype", opts->wireDtype,
+                  "CERAR: dtype on the wire (fp32, fp16, bf16)")
+      ->capture_default_str();
+  cmd->add_option("--kappa-max", opts->kappaMax,
+                  "CERAR: condition-number limit of the code (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--cerar-rotate-seam", opts->seam,
+                  "CERAR: seam offset K (ring position p uses index p+K; "
+                  "vary it across calls to spread the error over ranks)")
+      ->capture_default_str();
+  cmd->add_flag("--explain", opts->explain,
+                "Print why this algorithm and parameters were chosen (auto: "
+                "every candidate's predicted time; CERAR: the policy)");
   cmd->add_flag("--inplace", opts->inplace, "Emit the in-place variant");
   cmd->add_flag("--outofplace", opts->outofplace,
                 "Emit the out-of-place variant (default)");

@@ -1,21 +1,30 @@
 //===- tools/topocc/WhatIfCommand.cpp - `topocc whatif` -------------------===//
 //
 // `topocc whatif TOPO.yaml [--collective C] [--sizes 1K:8G]
-// [--algorithms ring,rank-ring,nccl-model,bound] [--scenario NAME ...]
+// [--algorithms ring,rank-ring,nccl-model,bound,trees,hier-ring]
+// [--scenario NAME ...]
 // [--fail SEL ...] [--scale SEL=2x ...] [--set SEL=200Gb/s ...]
 // [--chunks N] [--mode store-and-forward|cut-through]
-// [--reduce-bandwidth Q] [--format table|csv|json] [-o FILE]`:
+// [--reduce-bandwidth Q] [--format table|csv|json] [-o FILE] [--svg FILE]
+// [--trace FILE]`:
 // an nccl-tests-style table per topology (the base, each scenario, one per
 // sweep value, and the command-line patch) with the winner per size and the
 // difference from the base (compiler/analysis/WhatIf.h). Registers the
 // algorithms that need the compiler: `ring` (RingSearch's rings, one channel
-// each) and `rank-ring` (one ring in rank order), lowered and fused. Progress goes to stderr only when stderr is a terminal.
+// each) and `rank-ring` (one ring in rank order), lowered and fused; `trees`
+// and `hier-ring`, compiled by the whole pipeline (n/a where they do not
+// apply). `--svg` plots busbw (backends/SvgPlot.h); `--trace` writes a
+// Chrome/Perfetto trace (backends/Trace.h) with flow arrows for the
+// simulator's dependencies. Progress goes to stderr only when stderr is a
+// terminal.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/topocc/Driver.h"
 
+#include "backends/SvgPlot.h"
 #include "backends/Trace.h"
+#include "compiler/Pipeline.h"
 #include "compiler/algorithms/RingSearch.h"
 #include "compiler/analysis/WhatIf.h"
 #include "compiler/passes/Fuse.h"
@@ -28,6 +37,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Process.h"
 
 #include <memory>
@@ -49,6 +59,7 @@ struct WhatIfOptions {
   std::string output = "-";
   int timeSimulation = 0;
   std::string trace;
+  std::string svg;
 };
 
 /// The ring lowering with MSCCL's fused primitives. Simulating needs no
@@ -67,11 +78,12 @@ llvm::Expected<ir::Schedule> lowerAndFuse(const passes::RingOptions &ro) {
 }
 
 analysis::WhatIfAlgorithm ringAlgorithm() {
-  return analysis::simulatedAlgorithm(
+  return analysis::routedSimulatedAlgorithm(
       "ring",
       "rings from the bandwidth-aware search (at the largest size), one "
-      "channel per ring",
-      [](const analysis::WhatIfContext &ctx) -> llvm::Expected<ir::Schedule> {
+      "channel per ring, inter-node hops through the NICs it chose",
+      [](const analysis::WhatIfContext &ctx)
+          -> llvm::Expected<analysis::RoutedSchedule> {
         algorithms::RingSearchOptions so;
         so.collective = ctx.settings.collective;
         so.bytes = ctx.largestBytes > 0 ? ctx.largestBytes : so.bytes;
@@ -84,12 +96,21 @@ analysis::WhatIfAlgorithm ringAlgorithm() {
         ro.channels = static_cast<int32_t>(found->rings.size());
         ro.chunks = ctx.settings.chunks;
         std::vector<double> shares;
+        std::vector<analysis::SimRouteHint> hints;
         for (const analysis::RingChannel &rc : found->rings) {
           ro.channelOrders.push_back(rc.order);
           shares.push_back(rc.share);
+          for (size_t i = 0; i < rc.nics.size() && i < rc.order.size(); ++i)
+            if (rc.nics[i].isSet())
+              hints.push_back({rc.order[i],
+                               rc.order[(i + 1) % rc.order.size()],
+                               rc.nics[i]});
         }
         ro.channelChunks = passes::chunksForShares(shares, ro.chunks);
-        return lowerAndFuse(ro);
+        auto s = lowerAndFuse(ro);
+        if (!s)
+          return s.takeError();
+        return analysis::RoutedSchedule{std::move(*s), std::move(hints)};
       });
 }
 
@@ -103,6 +124,74 @@ analysis::WhatIfAlgorithm rankRingAlgorithm() {
         ro.chunks = ctx.settings.chunks;
         return lowerAndFuse(ro);
       });
+}
+
+/// A column for a case that does not apply (detail says why) at any size.
+class NotApplicable : public analysis::WhatIfEvaluator {
+public:
+  explicit NotApplicable(std::string why) : why(std::move(why)) {}
+  llvm::Expected<analysis::WhatIfEstimate> estimate(double) override {
+    analysis::WhatIfEstimate e;
+    e.detail = why;
+    return e;
+  }
+
+private:
+  std::string why;
+};
+
+/// A column that simulates what `topocc compile --algorithm NAME` produces
+/// (the whole pipeline, compiler/Pipeline.h) for the largest size of the
+/// sweep; n/a with compile's message where the algorithm does not apply to
+/// the topology (a user error), an error for a bug (an internal error).
+analysis::WhatIfAlgorithm compiledAlgorithm(std::string name,
+                                            std::string description) {
+  analysis::WhatIfAlgorithm a;
+  a.name = name;
+  a.description = std::move(description);
+  a.make = [name](const analysis::WhatIfContext &ctx)
+      -> llvm::Expected<std::unique_ptr<analysis::WhatIfEvaluator>> {
+    CompileRequest req;
+    req.collective = ctx.settings.collective;
+    req.algorithm = name;
+    req.chunks = ctx.settings.chunks;
+    if (ctx.largestBytes > 0)
+      req.bytes = ctx.largestBytes;
+    PassLogger log;
+    auto plan = compile(ctx.topology, req, log);
+    if (!plan) {
+      llvm::Error err = plan.takeError();
+      if (err.isA<InternalError>())
+        return err;
+      std::string full = llvm::toString(std::move(err));
+      std::string text = llvm::StringRef(full).trim().str();
+      if (llvm::StringRef(text).startswith("error: "))
+        text = text.substr(7);
+      return std::make_unique<NotApplicable>(text);
+    }
+    auto sim = analysis::simulatedAlgorithm(
+        name, "",
+        [s = std::move(plan->schedule)](const analysis::WhatIfContext &)
+            -> llvm::Expected<ir::Schedule> { return s; });
+    return sim.make(ctx);
+  };
+  return a;
+}
+
+/// Every algorithm whatif knows, in the order `--algorithms` lists them.
+/// A new one is one line here: simulatedAlgorithm for a schedule builder,
+/// compiledAlgorithm for a `compile --algorithm` name, or a WhatIfAlgorithm
+/// with its own evaluator (compiler/analysis/WhatIf.h).
+analysis::WhatIfRegistry makeRegistry() {
+  analysis::WhatIfRegistry r;
+  r.add(ringAlgorithm());
+  r.add(rankRingAlgorithm());
+  analysis::addAnalysisAlgorithms(r); // nccl-model, bound
+  r.add(compiledAlgorithm("trees", "ForestColl spanning trees, compiled "
+                                   "(`compile --algorithm trees`)"));
+  r.add(compiledAlgorithm("hier-ring", "hierarchical ring, compiled "
+                                       "(`compile --algorithm hier-ring`)"));
+  return r;
 }
 
 llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
@@ -148,6 +237,61 @@ llvm::Expected<std::vector<Variant>> variants(const topo::Topology &base,
   return out;
 }
 
+/// Adds Chrome trace flow events (arrows) for the simulator's dependencies
+/// between transfers (SimResult::flows) to `trace`, the JSON of
+/// backends::writeChromeTrace, whose complete ("X") events are r.transfers
+/// in order. Each flow is a start ("s") inside its source slice and a finish
+/// ("f", binding point "e": the enclosing slice) inside its target slice,
+/// both at the slice's midpoint (so each binds to exactly that slice), with
+/// one id per flow; category "hop" (next hop of one message) or "release"
+/// (a message whose arrival released the next send).
+llvm::Expected<std::string> addTraceFlows(llvm::StringRef trace,
+                                          const analysis::SimResult &r) {
+  auto parsed = llvm::json::parse(trace);
+  if (!parsed)
+    return parsed.takeError();
+  llvm::json::Object *root = parsed->getAsObject();
+  llvm::json::Array *events = root ? root->getArray("traceEvents") : nullptr;
+  if (!events)
+    return makeUserError("internal: trace JSON has no traceEvents");
+  std::vector<int64_t> tid;
+  for (const llvm::json::Value &e : *events) {
+    const llvm::json::Object *o = e.getAsObject();
+    if (o && o->getString("ph") == llvm::StringRef("X"))
+      tid.push_back(o->getInteger("tid").getValueOr(0));
+  }
+  if (tid.size() != r.transfers.size())
+    return makeUserError("internal: trace slices do not match the transfers");
+  auto mid = [&](int i) {
+    return (r.transfers[i].start + r.transfers[i].end) / 2 * 1e6;
+  };
+  int64_t id = 0;
+  for (const analysis::SimFlow &f : r.flows) {
+    ++id;
+    llvm::StringRef cat = f.sameMessage ? "hop" : "release";
+    std::string name =
+        llvm::formatv("msg {0} -> msg {1}", r.transfers[f.from].message,
+                      r.transfers[f.to].message)
+            .str();
+    events->push_back(llvm::json::Object{{"ph", "s"},
+                                         {"id", id},
+                                         {"name", name},
+                                         {"cat", cat},
+                                         {"pid", 1},
+                                         {"tid", tid[f.from]},
+                                         {"ts", mid(f.from)}});
+    events->push_back(llvm::json::Object{{"ph", "f"},
+                                         {"bp", "e"},
+                                         {"id", id},
+                                         {"name", name},
+                                         {"cat", cat},
+                                         {"pid", 1},
+                                         {"tid", tid[f.to]},
+                                         {"ts", mid(f.to)}});
+  }
+  return llvm::formatv("{0:1}", *parsed).str() + "\n";
+}
+
 /// --trace: the first simulated algorithm on the base topology at the
 /// largest size.
 llvm::Error writeTrace(const topo::Topology &t,
@@ -172,11 +316,14 @@ llvm::Error writeTrace(const topo::Topology &t,
                                       ir::collectiveName(settings.collective),
                                       static_cast<int64_t>(bytes), t.name())
                             .str();
-    return writeOutputFile(path, backends::writeChromeTrace(**run, names,
-                                                            title));
+    auto json = addTraceFlows(backends::writeChromeTrace(**run, names, title),
+                              **run);
+    if (!json)
+      return json.takeError();
+    return writeOutputFile(path, *json);
   }
-  return makeUserError("--trace needs a simulated algorithm (ring or "
-                       "rank-ring) in --algorithms");
+  return makeUserError("--trace needs a simulated algorithm that applies "
+                       "(ring, rank-ring, trees or hier-ring) in --algorithms");
 }
 
 llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
@@ -215,10 +362,7 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   auto sizes = analysis::parseSizes(opts.sizes);
   if (!sizes)
     return sizes.takeError();
-  analysis::WhatIfRegistry registry;
-  registry.add(ringAlgorithm());
-  registry.add(rankRingAlgorithm());
-  analysis::addAnalysisAlgorithms(registry);
+  analysis::WhatIfRegistry registry = makeRegistry();
   llvm::SmallVector<llvm::StringRef, 8> names;
   llvm::StringRef(opts.algorithms).split(names, ',', -1, false);
   std::vector<std::string> nameList;
@@ -281,6 +425,15 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
                               opts.trace))
       return err;
 
+  if (!opts.svg.empty()) {
+    std::string svg;
+    llvm::raw_string_ostream sos(svg);
+    backends::writeWhatIfSvg(sos, report);
+    sos.flush();
+    if (auto err = writeOutputFile(opts.svg, svg))
+      return err;
+  }
+
   std::string out;
   llvm::raw_string_ostream os(out);
   if (opts.format == "csv")
@@ -307,7 +460,8 @@ void registerWhatIfCommand(CLI::App &app) {
                   "are powers of 1024)")
       ->capture_default_str();
   cmd->add_option("--algorithms", opts->algorithms,
-                  "Comma-separated: ring, rank-ring, nccl-model, bound")
+                  "Comma-separated: ring, rank-ring, nccl-model, bound, trees, "
+                  "hier-ring")
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenarios,
                   "A scenario of the topology file (repeatable; a sweep "
@@ -333,6 +487,9 @@ void registerWhatIfCommand(CLI::App &app) {
   cmd->add_option("--trace", opts->trace,
                   "Write a Perfetto/Chrome trace JSON of the first simulated "
                   "algorithm at the largest size on the base topology");
+  cmd->add_option("--svg", opts->svg,
+                  "Write busbw vs message size as an SVG plot (one line per "
+                  "algorithm and scenario, the bound dashed)");
   cmd->add_option("--format", opts->format, "table, csv or json")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "Output file ('-': stdout)")

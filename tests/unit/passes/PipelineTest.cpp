@@ -149,11 +149,18 @@ TEST(PipelineTest, UserErrorsPassThrough) {
             "invalid ring order '1,0,0': expected a permutation of 0..2; rank "
             "0 appears more than once; rank 2 is missing");
   req = request(Collective::AllReduce, 1, 1, false);
+  req.algorithm = "tree";
+  plan = compile(3, req, log);
+  ASSERT_FALSE(bool(plan));
+  EXPECT_EQ(topocc::testing::errorMessage(plan.takeError()),
+            "unknown --algorithm 'tree'; expected 'ring', 'hier-ring', "
+            "'trees', 'cerar' or 'auto'");
   req.algorithm = "trees";
   plan = compile(3, req, log);
   ASSERT_FALSE(bool(plan));
   EXPECT_EQ(topocc::testing::errorMessage(plan.takeError()),
-            "unknown --algorithm 'trees'; expected 'ring' or 'hier-ring'");
+            "--algorithm trees needs the topology: the trees are packed on "
+            "its links");
   req.algorithm = "ring";
   req.proto = "simple";
   plan = compile(3, req, log);

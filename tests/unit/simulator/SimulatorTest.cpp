@@ -306,6 +306,56 @@ TEST(SimulatorTest, TransfersAreRecordedAndRunsAreDeterministic) {
   EXPECT_EQ(c->time, a->time);
 }
 
+// Flows (trace arrows): each two-hop message gets one flow from its first
+// hop to its second; every send that an arrival released gets one from that
+// message's last hop; every flow goes forward in time.
+TEST(SimulatorTest, FlowsLinkHopsAndReleases) {
+  topo::Topology t = parseOk(switchTopo(4, "10 GB/s", "1 us"));
+  LinkModel m(t);
+  ir::Schedule s = compiled(4, ir::Collective::AllReduce, 2);
+  SimOptions o;
+  o.bytes = 1 << 20;
+  o.reduceBandwidth = 0.0;
+  o.recordTransfers = true;
+  auto r = simulate(s, m, o);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  size_t messages = r->transfers.size() / 2;
+  size_t hop = 0, release = 0;
+  std::vector<int> releasedMsgs;
+  for (const SimFlow &f : r->flows) {
+    ASSERT_GE(f.from, 0);
+    ASSERT_LT(static_cast<size_t>(f.to), r->transfers.size());
+    const SimTransfer &a = r->transfers[f.from], &b = r->transfers[f.to];
+    EXPECT_LE(a.end, b.start + 1e-15);
+    if (f.sameMessage) {
+      ++hop;
+      EXPECT_EQ(a.message, b.message);
+      EXPECT_EQ(a.stage + 1, b.stage);
+    } else {
+      ++release;
+      EXPECT_NE(a.message, b.message);
+      EXPECT_EQ(a.stage, 1); // the last hop of a two-hop route
+      EXPECT_EQ(b.stage, 0);
+      EXPECT_EQ(a.receiver, b.sender);
+      releasedMsgs.push_back(b.message);
+    }
+  }
+  EXPECT_EQ(hop, messages);
+  // Ring allreduce, 4 ranks, 2 chunks per rank: the 4 x 2 first sends wait
+  // for nothing; every later send waits for an arrival.
+  EXPECT_EQ(release, messages - 8);
+  llvm::sort(releasedMsgs);
+  EXPECT_EQ(std::unique(releasedMsgs.begin(), releasedMsgs.end()),
+            releasedMsgs.end());
+  // Sorted by target, and nothing without recording.
+  for (size_t i = 1; i < r->flows.size(); ++i)
+    EXPECT_LE(r->flows[i - 1].to, r->flows[i].to);
+  o.recordTransfers = false;
+  auto c = simulate(s, m, o);
+  ASSERT_TRUE(bool(c));
+  EXPECT_TRUE(c->flows.empty());
+}
+
 // whatif simulates fused ring lowerings without channel/threadblock
 // assignment and legalization; the timing must equal the compiled schedule's.
 TEST(SimulatorTest, FusedLoweringTimesLikeTheCompiledSchedule) {
@@ -331,6 +381,48 @@ TEST(SimulatorTest, FusedLoweringTimesLikeTheCompiledSchedule) {
               << ir::collectiveName(c).str() << " chunks " << chunks;
         }
       }
+  }
+}
+
+// Route hints pin a rank pair to NICs (a ring search's choice); without one
+// the bytes spread over both NICs of each host.
+TEST(SimulatorTest, RouteHintsPinNics) {
+  topo::Topology t = parseOk(R"(schema: topocc/v1
+nodes:
+  - name: "h[0-1]"
+    gpus: [ g0 ]
+    nics: [ nic0, nic1 ]
+    switches: [ { name: plx, kind: pcie-switch } ]
+    links:
+      - { from: g0, to: plx, type: pcie, bandwidth: 100 GB/s, latency: 0 us }
+      - { from: "nic{i:0-1}", to: plx, type: pcie, bandwidth: 100 GB/s, latency: 0 us }
+fabric:
+  switches: [ { name: leaf, kind: ib-switch } ]
+  links:
+    - { from: "h{n:0-1}/nic{i:0-1}", to: leaf, type: ib, bandwidth: 10 GB/s, latency: 0 us }
+)");
+  LinkModel m(t);
+  passes::RingOptions ro;
+  ro.collective = ir::Collective::AllGather;
+  ro.numRanks = 2;
+  auto s = passes::lowerRing(ro);
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  SimOptions o;
+  o.bytes = 2e9; // 1e9 per message
+  o.mode = SimMode::CutThrough;
+  auto free = simulate(*s, m, o);
+  ASSERT_TRUE(bool(free)) << llvm::toString(free.takeError());
+  EXPECT_LT(rel(free->time, 1e9 / 20e9), 1e-9); // two NICs: 20 GB/s
+  int nic0 = t.findDevice("h0/nic0"), in0 = t.findDevice("h1/nic0");
+  o.routeHints = {{0, 1, NicPair{nic0, in0}}, {1, 0, NicPair{in0, nic0}}};
+  auto pinned = simulate(*s, m, o);
+  ASSERT_TRUE(bool(pinned)) << llvm::toString(pinned.takeError());
+  EXPECT_LT(rel(pinned->time, 1e9 / 10e9), 1e-9); // one NIC: 10 GB/s
+  for (const SimLinkStats &l : pinned->links) {
+    auto [u, v] = m.resourceEnds(l.resource);
+    for (int d : {u, v})
+      EXPECT_EQ(llvm::StringRef(t.device(d).name).endswith("nic1"), false)
+          << m.resourceName(l.resource);
   }
 }
 

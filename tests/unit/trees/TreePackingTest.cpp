@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 #include <random>
+#include <set>
 
 using namespace topocc;
 using namespace topocc::analysis;
@@ -95,6 +96,12 @@ void expectForest(const TreePackingResult &r) {
   for (const PhysicalTree &p : r.physical) {
     phys[p.tree] += p.mult;
     EXPECT_EQ(p.paths.size(), static_cast<size_t>(r.numRanks - 1));
+    // No recovered path visits a device twice (nested splits can produce
+    // u -> w -> s -> w -> t; map-back cuts such loops out).
+    for (const std::vector<int> &path : p.paths) {
+      std::set<int> seen(path.begin(), path.end());
+      EXPECT_EQ(seen.size(), path.size()) << "a path revisits a device";
+    }
   }
   for (size_t i = 0; i < r.trees.size(); ++i)
     EXPECT_EQ(phys[i], r.trees[i].mult);
@@ -180,4 +187,44 @@ TEST(TreePackingTest, RandomMeshesWithSwitches) {
       }
   }
   EXPECT_GT(done, 60);
+}
+
+// Two switches in series (GPUs 0, 1 on switch 4; GPUs 2, 3 on switch 5; a
+// 4 -- 5 link), the shape where nested splits can pair 0 -> 5 and 5 -> 1
+// (both through 4) into 0 -> 4 -> 5 -> 4 -> 1: every path between GPUs of
+// one switch must be the direct GPU -> switch -> GPU, under every policy and
+// orientation (expectForest also checks that no path revisits a device).
+// The library's a100-pcie-8gpu.yaml did produce such loops before map-back
+// cut them (tests/lit/trees/loop-free-paths.test).
+TEST(TreePackingTest, SwitchesInSeriesHaveLoopFreePaths) {
+  BoundGraph g;
+  g.numVertices = 6;
+  for (int i = 0; i < 4; ++i)
+    g.compute.push_back(i);
+  addLink(g, 0, 4, 2);
+  addLink(g, 1, 4, 2);
+  addLink(g, 2, 5, 2);
+  addLink(g, 3, 5, 2);
+  addLink(g, 4, 5, 2);
+  int local = 0;
+  for (bool rev : {false, true})
+    for (SplitPolicy pol :
+         {SplitPolicy::Greedy, SplitPolicy::Spread, SplitPolicy::Proposal}) {
+      SCOPED_TRACE(testing::Message() << "rev " << rev << " policy "
+                                      << int(pol));
+      Packed p = packOk(g, rev, pol);
+      expectForest(p.trees);
+      for (const PhysicalTree &t : p.trees.physical)
+        for (size_t a = 0; a < t.paths.size(); ++a) {
+          const PackedTree &tree = p.trees.trees[t.tree];
+          auto [from, to] = tree.arcs[a];
+          bool sameSwitch = (from < 2) == (to < 2);
+          // Within one switch's GPUs the loop-free path has 3 vertices.
+          if (sameSwitch) {
+            EXPECT_EQ(t.paths[a].size(), 3u);
+            ++local;
+          }
+        }
+    }
+  EXPECT_GT(local, 0);
 }

@@ -1,0 +1,334 @@
+//===- compiler/algorithms/CerarPolicy.cpp - When and how to use CERAR ----===//
+
+#include "compiler/algorithms/CerarPolicy.h"
+
+#include "compiler/algorithms/CerarVerify.h"
+#include "compiler/algorithms/RingSearch.h"
+#include "compiler/analysis/CostModel.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace topocc::cerar {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string g(double v) {
+  return llvm::formatv("{0}", llvm::format("%g", v)).str();
+}
+std::string sci(double v) { return llvm::formatv("{0:e2}", v).str(); }
+std::string ms(double s) { return llvm::formatv("{0:F3} ms", s * 1e3).str(); }
+std::string gbs(double b) {
+  return llvm::formatv("{0:F1} GB/s", b / 1e9).str();
+}
+} // namespace
+
+llvm::StringRef wireDtypeName(WireDtype w) {
+  switch (w) {
+  case WireDtype::FP32:
+    return "fp32";
+  case WireDtype::FP16:
+    return "fp16";
+  case WireDtype::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+std::optional<WireDtype> wireDtypeFromName(llvm::StringRef s) {
+  for (WireDtype w : {WireDtype::FP32, WireDtype::FP16, WireDtype::BF16})
+    if (s == wireDtypeName(w))
+      return w;
+  return std::nullopt;
+}
+
+int wireDtypeBytes(WireDtype w) { return w == WireDtype::FP32 ? 4 : 2; }
+
+double wireError(WireDtype w, int q) {
+  // CERAR.md 5.3, upper ends of the measured ranges.
+  static const double fp32[] = {4.4e-4, 7.3e-3, 2.4e-2};
+  static const double fp16[] = {3.6e-2, 1.4e-1, kInf};
+  static const double bf16[] = {1.0e-1, 2.5e-1, kInf};
+  if (q < 2 || q > 4)
+    return kInf;
+  switch (w) {
+  case WireDtype::FP32:
+    return fp32[q - 2];
+  case WireDtype::FP16:
+    return fp16[q - 2];
+  case WireDtype::BF16:
+    return bf16[q - 2];
+  }
+  return kInf;
+}
+
+double wireEps(WireDtype w, int q) {
+  static const double fp32[] = {3e-4, 5e-3, 3e-2};
+  static const double fp16[] = {3e-2, 1e-1, 1e-1};
+  static const double bf16[] = {1e-1, 3e-1, 3e-1};
+  q = std::clamp(q, 2, 4);
+  switch (w) {
+  case WireDtype::FP32:
+    return fp32[q - 2];
+  case WireDtype::FP16:
+    return fp16[q - 2];
+  case WireDtype::BF16:
+    return bf16[q - 2];
+  }
+  return 0;
+}
+
+double kappaConstant(int q) {
+  static const double k[] = {1.0, 2.00, 4.24, 8.94};
+  return q >= 1 && q <= 4 ? k[q - 1] : kInf;
+}
+
+double ringTime(const RingLink &l, double bytes) {
+  int n = l.ranks;
+  return 2.0 * (n - 1) * l.alpha + 2.0 * (n - 1) / n * bytes / l.bandwidth;
+}
+
+double cerarTime(const RingLink &l, double bytes, int c, double w,
+                 const PolicyOptions &o) {
+  int n = l.ranks;
+  return (c + n - 2) * l.alpha +
+         (1.0 + double(n - 2) / c) * w * bytes / l.bandwidth +
+         o.phi * bytes / o.memBandwidth;
+}
+
+PolicyDecision chooseCerar(const RingLink &l, double bytes,
+                           const PolicyOptions &o) {
+  PolicyDecision d;
+  int n = l.ranks;
+  d.ringTime = ringTime(l, bytes);
+  d.bandwidthCeiling = n > 0 ? o.memBandwidth * (n - 2) / (o.phi * n) : 0;
+  if (!(o.tolerance > 0)) {
+    d.reason = "exact all-reduce required (no --tolerance): CERAR is "
+               "approximate for c > N and costs the same as the ring for "
+               "c <= N";
+    return d;
+  }
+  if (n < 3) {
+    d.reason = llvm::formatv("N = {0}: CERAR's traffic per rank equals the "
+                             "ring's",
+                             n);
+    return d;
+  }
+  double w = double(wireDtypeBytes(o.wire)) / o.baseBytes;
+  double ringRate = 2.0 * (n - 1) / n;
+  if (w >= ringRate) {
+    d.reason = llvm::formatv(
+        "a {0} wire is {1}x the baseline dtype, at least the ring's "
+        "2(N-1)/N = {2}: CERAR can never win",
+        wireDtypeName(o.wire), g(w), llvm::formatv("{0:F3}", ringRate).str());
+    return d;
+  }
+  int qMax = 0;
+  for (int q = 2; q <= o.maxQ; ++q)
+    if (wireError(o.wire, q) <= o.tolerance)
+      qMax = q;
+  if (qMax == 0) {
+    d.reason = llvm::formatv(
+        "tolerance {0} is below the smallest error a {1} wire achieves "
+        "({2} at c = 2N)",
+        sci(o.tolerance), wireDtypeName(o.wire), sci(wireError(o.wire, 2)));
+    return d;
+  }
+  if (l.bandwidth >= d.bandwidthCeiling) {
+    d.reason = llvm::formatv(
+        "ring bandwidth {0} is at or above the ceiling B_mem(N-2)/(phi N) = "
+        "{1}: encode/decode memory traffic costs more than the saved "
+        "link time for every c",
+        gbs(l.bandwidth), gbs(d.bandwidthCeiling));
+    return d;
+  }
+  double elements = bytes / o.baseBytes;
+  int cMax = std::min(qMax * n, kMaxComponents);
+  cMax = std::min<double>(cMax, std::floor(elements / o.granule));
+  if (cMax < n + 1) {
+    d.reason = llvm::formatv("{0} elements are too few to cut into more "
+                             "than N = {1} components of {2} elements",
+                             g(elements), n, o.granule);
+    return d;
+  }
+  d.unconstrainedC = std::sqrt((n - 2) * w * bytes / (l.alpha * l.bandwidth));
+  int best = n + 1;
+  for (int c = n + 1; c <= cMax; ++c)
+    if (cerarTime(l, bytes, c, w, o) < cerarTime(l, bytes, best, w, o))
+      best = c;
+  double tBest = cerarTime(l, bytes, best, w, o);
+  if (tBest > (1 - o.margin) * d.ringTime) {
+    d.reason = llvm::formatv(
+        "best CERAR (c = {0}) predicts {1} against the ring's {2}; it must "
+        "be {3}% faster",
+        best, ms(tBest), ms(d.ringTime), g(o.margin * 100));
+    d.cerarTime = tBest;
+    d.components = best;
+    return d;
+  }
+  // Snap to the nearest multiple of N in range when nearly free.
+  int lo = (best / n) * n, hi = lo + n;
+  int snap = 0;
+  if (lo >= n + 1 && (best - lo <= hi - best || hi > cMax))
+    snap = lo;
+  else if (hi <= cMax)
+    snap = hi;
+  else if (lo >= n + 1)
+    snap = lo;
+  if (snap && cerarTime(l, bytes, snap, w, o) <= 1.01 * tBest)
+    best = snap;
+  d.useCerar = true;
+  d.components = best;
+  d.cerarTime = cerarTime(l, bytes, best, w, o);
+  d.q = (best + n - 1) / n;
+  d.eps = wireEps(o.wire, d.q);
+  d.kappa = kappaConstant(d.q) * std::pow(d.eps, -(d.q - 1));
+  d.expectedError = wireError(o.wire, d.q);
+  if (o.kappaMax > 0 && d.kappa > o.kappaMax) {
+    d.eps = std::pow(kappaConstant(d.q) / o.kappaMax, 1.0 / (d.q - 1));
+    d.kappa = o.kappaMax;
+    // No-rounding error is about 0.7 eps (section 5.3).
+    d.expectedError = std::max(d.expectedError, 0.7 * d.eps);
+    if (d.expectedError > o.tolerance) {
+      d.useCerar = false;
+      d.reason = llvm::formatv(
+          "--kappa-max {0} forces eps = {1} at c = {2}, error about {3} > "
+          "tolerance {4}",
+          sci(o.kappaMax), sci(d.eps), best, sci(d.expectedError),
+          sci(o.tolerance));
+      return d;
+    }
+  }
+  // e = eps ||Psi|| sqrt(N-1) with ||Psi|| = 1 when N | c (section 3.3.4);
+  // designCerarFor reports the design's exact value.
+  d.designError = d.eps * std::sqrt(n - 1.0);
+  double tRing = d.ringTime;
+  double gain = 2.0 * (n - 1) / n - w * (1.0 + double(n - 2) / best);
+  double denom = gain / l.bandwidth - o.phi / o.memBandwidth;
+  d.minBytes = denom > 0 ? (best - n) * l.alpha / denom : 0;
+  d.reason = llvm::formatv(
+      "CERAR c = {0} (q = {1}, eps = {2}, kappa ~ {3}) predicts {4} against "
+      "the ring's {5} ({6}); expected {7}-wire error {8} <= tolerance {9}",
+      best, d.q, sci(d.eps), sci(d.kappa), ms(d.cerarTime), ms(tRing),
+      llvm::formatv("{0:F3}x", d.cerarTime / tRing).str(),
+      wireDtypeName(o.wire), sci(d.expectedError), sci(o.tolerance));
+  return d;
+}
+
+llvm::Expected<RingChoice> ringFor(const topo::Topology &t, double bytes,
+                                   const std::vector<int> &ringOrder) {
+  int n = t.numRanks();
+  if (n < 2)
+    return makeUserError("cerar: the topology has fewer than 2 GPUs");
+  analysis::LinkModel m(t);
+  analysis::RingChannel ring;
+  if (!ringOrder.empty()) {
+    ring.order = ringOrder;
+  } else {
+    algorithms::RingSearchOptions so;
+    so.bytes = bytes;
+    so.channels = 1;
+    auto found = algorithms::searchRings(t, m, so);
+    if (!found)
+      return found.takeError();
+    ring = found->rings.front();
+    ring.share = 1;
+  }
+  std::vector<int> sorted = ring.order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int k = 0; k < n; ++k)
+    if (int(sorted.size()) != n || sorted[k] != k)
+      return makeUserError(llvm::formatv(
+          "cerar: the ring order must be a permutation of 0..{0}", n - 1));
+  analysis::RingBottleneck bn = analysis::ringBottleneck(ring, m);
+  if (!bn.routed)
+    return makeUserError("cerar: a hop of the ring has no route");
+  RingChoice rc;
+  rc.link.ranks = n;
+  rc.link.bandwidth = bn.bandwidth;
+  for (size_t i = 0; i < ring.order.size(); ++i)
+    rc.link.alpha =
+        std::max(rc.link.alpha, analysis::hopFlow(ring, i, m).latency);
+  rc.order = ring.order;
+  return rc;
+}
+
+llvm::Expected<CerarPlan> designCerarFor(const topo::Topology &t,
+                                         const CerarRequest &req) {
+  CerarPlan plan;
+  int n = t.numRanks();
+  auto rc = ringFor(t, req.bytes, req.ringOrder);
+  if (!rc)
+    return rc.takeError();
+  plan.link = rc->link;
+  plan.ringOrder = rc->order;
+  analysis::RingChannel ring;
+  ring.order = rc->order;
+  plan.decision = chooseCerar(plan.link, req.bytes, req.policy);
+  PolicyDecision &dec = plan.decision;
+
+  int c = req.components;
+  double eps = dec.eps;
+  if (!req.force && !dec.useCerar)
+    return plan; // auto: the exact ring
+  if (c == 0) {
+    if (!dec.useCerar)
+      return makeUserError("cerar: CERAR cannot win on this ring: " +
+                           dec.reason + "; pass --components to force a code");
+    c = dec.components;
+  }
+  if (eps == 0) {
+    int q = (c + n - 1) / n;
+    eps = q >= 2 ? wireEps(req.policy.wire, q) : 0;
+  }
+  DesignRequest dr;
+  dr.ranks = n;
+  dr.components = c;
+  dr.construction = c <= n ? Construction::Exact : req.construction;
+  if (dr.construction == Construction::Optimized) {
+    dr.kappaMax = req.policy.kappaMax > 0 ? req.policy.kappaMax : 1e3;
+  } else if (dr.construction != Construction::Exact) {
+    dr.eps = eps;
+  }
+  auto design = makeDesign(dr);
+  if (!design)
+    return design.takeError();
+  // The tolerance is compared with the expected wire-rounded error of
+  // CERAR.md 5.3, as in the policy (the operator norm is a worst case).
+  if (req.force && req.policy.tolerance > 0 && c > n) {
+    int q = (c + n - 1) / n;
+    double expected = wireError(req.policy.wire, q);
+    if (std::isinf(expected))
+      return makeUserError(llvm::formatv(
+          "cerar: c = {0} on N = {1} ranks needs q = {2} layers; a {3} wire "
+          "has no usable error beyond q = {4} (CERAR.md 5.3)",
+          c, n, q, wireDtypeName(req.policy.wire),
+          std::isinf(wireError(req.policy.wire, 4)) ? 3 : 4));
+    if (expected > req.policy.tolerance)
+      return makeUserError(llvm::formatv(
+          "cerar: c = {0} on N = {1} ranks (q = {2}) has an expected {3}-wire "
+          "error of {4}, above --tolerance {5}",
+          c, n, q, wireDtypeName(req.policy.wire), sci(expected),
+          sci(req.policy.tolerance)));
+  }
+  if (req.force && !(req.policy.tolerance > 0) && c > n)
+    return makeUserError(llvm::formatv(
+        "cerar: c = {0} > N = {1} is approximate; pass --tolerance to allow "
+        "it, or use c <= N",
+        c, n));
+  dec.designError = design->worstError;
+  if (design->construction != Construction::Exact) {
+    dec.eps = design->eps;
+    dec.kappa = design->maxCondition;
+  }
+  plan.design = std::move(*design);
+  return plan;
+}
+
+} // namespace topocc::cerar

@@ -1,0 +1,69 @@
+//===- compiler/passes/LowerCerar.h - CERAR to schedule IR -----*- C++ -*-===//
+//
+// Lowers a CERAR code (compiler/algorithms/Cerar.h) over a ring order to the
+// schedule IR: per-rank encode (lincomb), L = c + N - 2 ring rounds with
+// receive-and-cancel (rrc with lc=-1) and forwarding, decode (lincomb).
+// One message of one component (d/c of the buffer) per rank and round, to
+// the ring successor only. Stage: produces Lowered; every rank is one
+// dependency chain in program order.
+//
+// Companion-family codes (exact, perturbed) use the in-place worker of
+// CERAR.md section 2.6: the user buffer V (c components) plus a pool of N+1
+// scratch components (c + N + 1 component buffers in all); encode and decode
+// of an in-place call are applied in place through a pivoted LU
+// factorisation (one temporary). Other codes (vandermonde, optimized, N = 2
+// exact with c > 2) use the generic worker of section 2.7 (c + 3 scratch
+// components).
+//
+// The buffer is cut into c chunks (component j = chunk j); chunksPerLoop = c.
+// Ring position p holds rank ring[p] and uses the code of logical index
+// (p + seamOffset) mod N (seam rotation, section 2.8).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_PASSES_LOWERCERAR_H
+#define TOPOCC_COMPILER_PASSES_LOWERCERAR_H
+
+#include "compiler/algorithms/Cerar.h"
+#include "ir/Schedule.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace topocc::passes {
+
+struct CerarLowerOptions {
+  /// The code; its ranks must equal the ring's size. Only header types and
+  /// the matrices are used (no link dependency on the algorithms library).
+  cerar::Design design;
+  /// Ring order, a permutation of 0..N-1; empty means 0, 1, ...
+  std::vector<ir::RankId> ringOrder;
+  /// Seam rotation: position p uses logical index (p + seamOffset) mod N.
+  int32_t seamOffset = 0;
+  bool inplace = false;
+  /// Force the generic worker even for companion codes (tests).
+  bool forceGeneric = false;
+  std::string name; ///< a default is derived when empty
+};
+
+/// Which worker a lowering used and its buffer needs.
+struct CerarLoweringInfo {
+  bool inPlaceWorker = false; ///< section 2.6 (else the generic one)
+  int32_t peakScratch = 0;    ///< scratch components used (max over ranks)
+  int32_t rounds = 0;
+};
+
+/// REQUIRES: nothing; invalid options (bad ring order, design size
+/// mismatch, empty code) are user errors.
+llvm::Expected<ir::Schedule> lowerCerar(const CerarLowerOptions &opts,
+                                        CerarLoweringInfo *info = nullptr);
+
+/// Logical index of ring position p (seam rotation).
+inline int32_t cerarLogicalIndex(int32_t pos, int32_t n, int32_t seam) {
+  return (((pos + seam) % n) + n) % n;
+}
+
+} // namespace topocc::passes
+
+#endif // TOPOCC_COMPILER_PASSES_LOWERCERAR_H

@@ -1,0 +1,222 @@
+//===- runtime/cuda/LocalCudaTransport.cpp - Every rank on one GPU --------===//
+
+#include "runtime/cuda/LocalCudaTransport.h"
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+
+namespace topocc::runtime {
+
+namespace {
+cudaStream_t newStream() {
+  cudaStream_t s = nullptr;
+  // On failure the stream stays null (the legacy default stream) and the
+  // first CUDA call reports the error.
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    s = nullptr;
+  return s;
+}
+} // namespace
+
+LocalCudaTransport::LocalCudaTransport(LocalCudaFabric &fabric, int rank,
+                                       bool roundBased)
+    : CudaTransport(newStream(), /*ownsStream=*/true), f(fabric), me(rank),
+      rounds(roundBased) {
+  std::lock_guard<std::mutex> lock(f.mu);
+  f.streams[me] = strm;
+}
+
+LocalCudaTransport::~LocalCudaTransport() {
+  std::lock_guard<std::mutex> lock(f.mu);
+  f.streams[me] = nullptr;
+}
+
+llvm::Error LocalCudaTransport::startCopy(LocalCudaFabric::Transfer &x,
+                                          int receiver) {
+  x.matched = true;
+  f.cv.notify_all();
+  if (x.srcBytes != x.dstBytes) {
+    x.sizeMismatch = true;
+    return llvm::Error::success(); // reported when a request completes
+  }
+  cudaStream_t s = f.streams[receiver];
+  if (auto err = cudaCheck(cudaStreamWaitEvent(s, x.ready, 0),
+                           "cudaStreamWaitEvent"))
+    return err;
+  cudaEventDestroy(x.ready); // released once the device is past it
+  x.ready = nullptr;
+  if (auto err = cudaCheck(cudaMemcpyAsync(x.dst, x.src, x.srcBytes,
+                                           cudaMemcpyDeviceToDevice, s),
+                           "cudaMemcpyAsync"))
+    return err;
+  return cudaCheck(cudaEventRecord(x.done, s), "cudaEventRecord");
+}
+
+llvm::Expected<RequestId> LocalCudaTransport::isend(const void *buf,
+                                                    size_t bytes, int peer,
+                                                    int64_t msg) {
+  if (peer < 0 || peer >= f.size())
+    return makeInternalError(llvm::formatv("send to bad peer {0}", peer));
+  cudaEvent_t ready = nullptr, done = nullptr;
+  if (auto err = cudaCheck(
+          cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
+          "cudaEventCreate"))
+    return err;
+  if (auto err = cudaCheck(
+          cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+          "cudaEventCreate"))
+    return err;
+  if (auto err = cudaCheck(cudaEventRecord(ready, strm), "cudaEventRecord"))
+    return err;
+  std::lock_guard<std::mutex> lock(f.mu);
+  LocalCudaFabric::Key key{me, peer, msg};
+  std::shared_ptr<LocalCudaFabric::Transfer> x;
+  auto &waiting = f.recvs[key];
+  bool matchNow = !waiting.empty();
+  if (matchNow) {
+    x = waiting.front();
+    waiting.pop_front();
+  } else {
+    x = std::make_shared<LocalCudaFabric::Transfer>();
+    f.sends[key].push_back(x);
+  }
+  if (waiting.empty())
+    f.recvs.erase(key);
+  x->src = buf;
+  x->srcBytes = bytes;
+  x->ready = ready;
+  x->done = done;
+  if (matchNow)
+    if (auto err = startCopy(*x, peer))
+      return err;
+  RequestId id = nextId++;
+  requests[id] = Request{true, peer, msg, x};
+  return id;
+}
+
+llvm::Expected<RequestId> LocalCudaTransport::irecv(void *buf, size_t bytes,
+                                                    int peer, int64_t msg) {
+  if (peer < 0 || peer >= f.size())
+    return makeInternalError(llvm::formatv("receive from bad peer {0}", peer));
+  std::lock_guard<std::mutex> lock(f.mu);
+  LocalCudaFabric::Key key{peer, me, msg};
+  std::shared_ptr<LocalCudaFabric::Transfer> x;
+  auto &waiting = f.sends[key];
+  bool matchNow = !waiting.empty();
+  if (matchNow) {
+    x = waiting.front();
+    waiting.pop_front();
+  } else {
+    x = std::make_shared<LocalCudaFabric::Transfer>();
+    f.recvs[key].push_back(x);
+  }
+  if (waiting.empty())
+    f.sends.erase(key);
+  x->dst = buf;
+  x->dstBytes = bytes;
+  if (matchNow)
+    if (auto err = startCopy(*x, me))
+      return err;
+  RequestId id = nextId++;
+  requests[id] = Request{false, peer, msg, x};
+  return id;
+}
+
+llvm::Expected<bool> LocalCudaTransport::tryComplete(RequestId id) {
+  auto it = requests.find(id);
+  if (it == requests.end())
+    return makeInternalError(llvm::formatv("unknown request {0}", id));
+  Request &r = it->second;
+  if (!r.x->matched)
+    return false;
+  if (r.x->sizeMismatch)
+    return makeUserError(llvm::formatv(
+        "message {0} between ranks {1} and {2}: {3} bytes sent but {4} "
+        "expected",
+        r.msg, r.isSend ? me : r.peer, r.isSend ? r.peer : me, r.x->srcBytes,
+        r.x->dstBytes));
+  if (r.isSend) {
+    // The sender may reuse its buffer only after the copy.
+    if (auto err = cudaCheck(cudaStreamWaitEvent(strm, r.x->done, 0),
+                             "cudaStreamWaitEvent"))
+      return err;
+    cudaEventDestroy(r.x->done);
+    r.x->done = nullptr;
+  }
+  requests.erase(it);
+  return true;
+}
+
+llvm::Expected<bool> LocalCudaTransport::test(RequestId req) {
+  std::lock_guard<std::mutex> lock(f.mu);
+  return tryComplete(req);
+}
+
+llvm::Error LocalCudaTransport::wait(RequestId req) {
+  std::unique_lock<std::mutex> lock(f.mu);
+  while (true) {
+    auto done = tryComplete(req);
+    if (!done)
+      return done.takeError();
+    if (*done)
+      return llvm::Error::success();
+    f.cv.wait(lock);
+  }
+}
+
+llvm::Expected<std::optional<size_t>>
+LocalCudaTransport::waitAny(llvm::ArrayRef<RequestId> reqs,
+                            double timeoutSeconds) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(timeoutSeconds));
+  std::unique_lock<std::mutex> lock(f.mu);
+  while (true) {
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      auto done = tryComplete(reqs[i]);
+      if (!done)
+        return done.takeError();
+      if (*done)
+        return std::optional<size_t>(i);
+    }
+    if (timeoutSeconds > 0) {
+      if (f.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+          Clock::now() >= deadline)
+        return std::optional<size_t>();
+    } else {
+      f.cv.wait(lock);
+    }
+  }
+}
+
+llvm::Expected<std::vector<RunHeader>>
+LocalCudaTransport::allgatherHeader(const RunHeader &mine) {
+  int64_t call = gatherCalls++;
+  std::unique_lock<std::mutex> lock(f.mu);
+  std::vector<RunHeader> &slot = f.gathers[call];
+  if (slot.empty())
+    slot.resize(f.size());
+  slot[me] = mine;
+  slot[me].rank = me + 1; // 0 marks "not arrived" until all are there
+  f.cv.notify_all();
+  f.cv.wait(lock, [&] {
+    for (const RunHeader &h : f.gathers[call])
+      if (h.rank == 0)
+        return false;
+    return true;
+  });
+  std::vector<RunHeader> all = f.gathers[call];
+  for (RunHeader &h : all)
+    --h.rank;
+  if (++f.gatherReads[call] == f.size()) {
+    f.gathers.erase(call);
+    f.gatherReads.erase(call);
+  }
+  return all;
+}
+
+} // namespace topocc::runtime

@@ -1,0 +1,98 @@
+//===- runtime/cuda/LocalCudaTransport.h - Every rank on one GPU -*- C++ -*-===//
+//
+// Ranks are threads of one process sharing one GPU (and a LocalCudaFabric);
+// each rank has its own stream. A transfer is a device-to-device copy on the
+// receiver's stream, ordered after the data was produced (an event recorded
+// on the sender's stream at isend) and before the sender may reuse its
+// buffer (the sender's stream waits for the copy when the send completes).
+// A request completes on the host when it is matched, the GPU work stays
+// stream ordered. With roundBased = true it takes the plan round by round
+// like NcclTransport, so the NCCL ordering and the kernels are tested with
+// one device.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H
+#define TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H
+
+#include "runtime/cuda/CudaTransport.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+namespace topocc::runtime {
+
+class LocalCudaFabric {
+public:
+  explicit LocalCudaFabric(int numRanks)
+      : numRanks(numRanks), streams(numRanks, nullptr) {}
+  int size() const { return numRanks; }
+
+private:
+  friend class LocalCudaTransport;
+  using Key = std::tuple<int, int, int64_t>; ///< sender, receiver, msg
+  struct Transfer {
+    const void *src = nullptr;
+    void *dst = nullptr;
+    size_t srcBytes = 0, dstBytes = 0;
+    cudaEvent_t ready = nullptr; ///< data produced (sender's stream)
+    cudaEvent_t done = nullptr;  ///< copy finished (receiver's stream)
+    bool matched = false;
+    bool sizeMismatch = false;
+  };
+  int numRanks;
+  std::vector<cudaStream_t> streams;
+  std::mutex mu;
+  std::condition_variable cv;
+  /// Unmatched sends and receives, FIFO per key.
+  std::map<Key, std::deque<std::shared_ptr<Transfer>>> sends, recvs;
+  std::map<int64_t, std::vector<RunHeader>> gathers;
+  std::map<int64_t, int> gatherReads;
+};
+
+class LocalCudaTransport final : public CudaTransport {
+public:
+  /// Creates this rank's stream on the current device.
+  LocalCudaTransport(LocalCudaFabric &fabric, int rank, bool roundBased = true);
+  ~LocalCudaTransport() override;
+  int rank() const override { return me; }
+  int size() const override { return f.size(); }
+  bool roundBased() const override { return rounds; }
+  llvm::Expected<RequestId> isend(const void *buf, size_t bytes, int peer,
+                                  int64_t msg) override;
+  llvm::Expected<RequestId> irecv(void *buf, size_t bytes, int peer,
+                                  int64_t msg) override;
+  llvm::Expected<bool> test(RequestId req) override;
+  llvm::Error wait(RequestId req) override;
+  llvm::Expected<std::optional<size_t>>
+  waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) override;
+  llvm::Expected<std::vector<RunHeader>>
+  allgatherHeader(const RunHeader &mine) override;
+
+private:
+  struct Request {
+    bool isSend = false;
+    int peer = 0;
+    int64_t msg = 0;
+    std::shared_ptr<LocalCudaFabric::Transfer> x;
+  };
+  /// REQUIRES: f.mu held. Enqueues the copy of a matched transfer.
+  llvm::Error startCopy(LocalCudaFabric::Transfer &x, int receiver);
+  /// REQUIRES: f.mu held. True when `id` completed (and was released).
+  llvm::Expected<bool> tryComplete(RequestId id);
+
+  LocalCudaFabric &f;
+  int me;
+  bool rounds;
+  RequestId nextId = 0;
+  std::map<RequestId, Request> requests;
+  int64_t gatherCalls = 0;
+};
+
+} // namespace topocc::runtime
+
+#endif // TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H

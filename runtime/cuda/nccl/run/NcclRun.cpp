@@ -1,0 +1,212 @@
+//===- runtime/cuda/nccl/run/NcclRun.cpp - Run a plan on GPUs with NCCL ---===//
+//
+// topocc-nccl-run: one MPI process per GPU. Rank 0 creates the NCCL unique
+// id, MPI_Bcast shares it, every rank picks GPU (local rank % devices),
+// loads the plan, fills its input on the device, runs the plan through
+// NcclTransport (one agreement check, then -n timed runs), compares every
+// output element with the reference on the host, and optionally times
+// ncclAllReduce/ncclAllGather/ncclReduceScatter on the same buffers.
+//
+//   mpirun -np 8 topocc-nccl-run --plan P.json [--count 1048576]
+//          [-d float|half|bfloat16] [-n 20] [-w 5] [--baseline nccl]
+//
+// Exit 0 when every element is right; 77 with a message when this rank
+// has no CUDA device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Interpreter.h"
+#include "runtime/cuda/nccl/NcclTransport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace topocc;
+using namespace topocc::runtime;
+
+namespace {
+
+float inputValue(int r, size_t i) {
+  return float(int((r * 7 + i * 3) % 11) - 5);
+}
+
+int fail(const llvm::Twine &msg) {
+  llvm::errs() << "topocc-nccl-run: " << msg << "\n";
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return 1;
+}
+
+int runMain(int argc, char **argv) {
+  std::string planPath, dt = "float", baseline;
+  size_t count = 1 << 20;
+  int iters = 20, warm = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--plan")
+      planPath = next();
+    else if (a == "--count")
+      count = std::stoull(next());
+    else if (a == "-d")
+      dt = next();
+    else if (a == "-n")
+      iters = std::stoi(next());
+    else if (a == "-w")
+      warm = std::stoi(next());
+    else if (a == "--baseline")
+      baseline = next();
+    else
+      return fail("unknown argument '" + a + "'");
+  }
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  auto dtype = dtypeFromName(dt);
+  if (!dtype || planPath.empty())
+    return fail("usage: topocc-nccl-run --plan P.json [--count N] "
+                "[-d float|half|bfloat16] [-n 20] [-w 5] [--baseline nccl]");
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    llvm::outs() << "topocc-nccl-run: rank " << rank
+                 << ": no CUDA device; nothing run\n";
+    return 77;
+  }
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                      MPI_INFO_NULL, &local);
+  int localRank = 0;
+  MPI_Comm_rank(local, &localRank);
+  if (auto err = cudaCheck(cudaSetDevice(localRank % devices), "cudaSetDevice"))
+    return fail(llvm::toString(std::move(err)));
+
+  auto plan = Plan::load(planPath);
+  if (!plan)
+    return fail(llvm::toString(plan.takeError()));
+  const ir::Schedule &s = plan->schedule();
+  auto layout = layoutFor(s, count);
+  if (!layout)
+    return fail(llvm::toString(layout.takeError()));
+
+  ncclUniqueId id;
+  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+    return fail("ncclGetUniqueId failed");
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm;
+  if (auto err = ncclCheck(ncclCommInitRank(&comm, world, id, rank),
+                           "ncclCommInitRank"))
+    return fail(llvm::toString(std::move(err)));
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+
+  size_t esz = dtypeSize(*dtype);
+  size_t inE = layout->inputElements(), outE = layout->outputElements();
+  char *mem = nullptr;
+  if (auto err = cudaCheck(cudaMalloc(reinterpret_cast<void **>(&mem),
+                                      (inE + outE) * esz + 256),
+                           "cudaMalloc"))
+    return fail(llvm::toString(std::move(err)));
+  char *send = mem, *recv = mem + (inE * esz + 255) / 256 * 256;
+  if (s.inplace) {
+    if (s.collective == ir::Collective::AllGather) {
+      recv = mem;
+      send = recv + size_t(rank) * count * esz;
+    } else if (s.collective == ir::Collective::ReduceScatter) {
+      recv = send + size_t(rank) * count * esz;
+    } else {
+      recv = send;
+    }
+  }
+  std::vector<char> host(inE * esz);
+  for (size_t i = 0; i < inE; ++i)
+    storeElement(host.data(), i, *dtype, inputValue(rank, i));
+
+  NcclTransport tr(comm, stream);
+  RunOptions checked, fast;
+  fast.checkPeers = false;
+  auto timeRuns = [&](auto &&call, int n) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < n; ++i)
+      call();
+    cudaStreamSynchronize(stream);
+    double mine = (MPI_Wtime() - t0) / std::max(1, n), worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+  };
+  auto runPlan = [&](const RunOptions &o) {
+    if (llvm::Error err = plan->run(send, recv, count, *dtype, tr, o))
+      fail(llvm::toString(std::move(err)));
+  };
+  // Correctness run (with the agreement check), then timing.
+  cudaMemcpy(send, host.data(), host.size(), cudaMemcpyHostToDevice);
+  runPlan(checked);
+  std::vector<char> out(outE * esz);
+  cudaMemcpy(out.data(), recv, out.size(), cudaMemcpyDeviceToHost);
+  long long wrong = 0;
+  for (size_t i = 0; i < outE; ++i) {
+    float want = 0;
+    if (s.collective == ir::Collective::AllGather)
+      want = inputValue(int(i / count), i % count);
+    else if (s.collective == ir::Collective::ReduceScatter)
+      for (int q = 0; q < world; ++q)
+        want += inputValue(q, size_t(rank) * count + i);
+    else
+      for (int q = 0; q < world; ++q)
+        want += inputValue(q, i);
+    wrong += loadElement(out.data(), i, *dtype) != want;
+  }
+  long long totalWrong = 0;
+  MPI_Allreduce(&wrong, &totalWrong, 1, MPI_LONG_LONG, MPI_SUM,
+                MPI_COMM_WORLD);
+  timeRuns([&] { runPlan(fast); }, warm);
+  double planTime = timeRuns([&] { runPlan(fast); }, iters);
+  double ncclTime = 0;
+  if (baseline == "nccl") {
+    ncclDataType_t nt = *dtype == DType::F32   ? ncclFloat32
+                        : *dtype == DType::F16 ? ncclFloat16
+                                               : ncclBfloat16;
+    auto coll = [&] {
+      if (s.collective == ir::Collective::AllGather)
+        ncclAllGather(send, recv, count, nt, comm, stream);
+      else if (s.collective == ir::Collective::ReduceScatter)
+        ncclReduceScatter(send, recv, count, nt, ncclSum, comm, stream);
+      else
+        ncclAllReduce(send, recv, count, nt, ncclSum, comm, stream);
+    };
+    timeRuns(coll, warm);
+    ncclTime = timeRuns(coll, iters);
+  }
+  if (rank == 0) {
+    double bytes = double(std::max(inE, outE)) * esz;
+    llvm::outs() << llvm::formatv(
+        "plan '{0}' ({1}, {2}, {3} ranks), count {4}, {5}: {6} wrong; "
+        "{7:f1} us, algbw {8:f2} GB/s",
+        s.name, ir::collectiveName(s.collective),
+        s.inplace ? "in-place" : "out-of-place", world, count,
+        dtypeName(*dtype), totalWrong, planTime * 1e6, bytes / planTime / 1e9);
+    if (ncclTime > 0)
+      llvm::outs() << llvm::formatv("; NCCL {0:f1} us, algbw {1:f2} GB/s",
+                                    ncclTime * 1e6, bytes / ncclTime / 1e9);
+    llvm::outs() << "\n";
+  }
+  cudaFree(mem);
+  ncclCommDestroy(comm);
+  cudaStreamDestroy(stream);
+  MPI_Comm_free(&local);
+  return totalWrong ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rc = runMain(argc, argv);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# tests/mpi/library-plans.sh: every topology of the library, compiled to
+# plans with `topocc compile --emit plan` and run under mpirun.
+#
+#   library-plans.sh TOPOCC MPI_TEST MPIRUN TOPOLOGY_DIR WORK_DIR
+#
+# For each topology with at most MAX_RANKS ranks (LIMIT for some algorithms) and each algorithm in
+# ALGORITHMS: allreduce, allgather and reducescatter, in-place and
+# out-of-place (6 plans; CERAR is an all-reduce only: 2 plans, compiled with
+# --components N, the exact code, which must give 0 wrong elements). All plans for the same rank count run in ONE
+# mpirun (process start-up dominates under ASan on 2 cores), for counts that
+# do not divide by the chunk count; every rank checks every output element
+# against the reference (topocc-mpi-test --plans). Larger topologies are
+# skipped with a count. Exit 1 on any wrong element, run error or ring
+# compile error.
+set -uo pipefail
+TOPOCC=$1 MPI_TEST=$2 MPIRUN=$3 TOPOS=$4 WORK=$5
+
+# Algorithms to run (an algorithm the compiler rejects is reported and
+# skipped; ring must always compile).
+ALGORITHMS=${TOPOCC_LIBRARY_ALGORITHMS:-"ring trees cerar"}
+MAX_RANKS=${TOPOCC_LIBRARY_MAX_RANKS:-16}
+COUNTS=${TOPOCC_LIBRARY_COUNTS:-1001}
+# Per algorithm: extra compile flags ("{N}" is replaced by the topology's
+# rank count), a rank limit (compile time in the sanitized build: trees take
+# 4-20 s per plan with the default K; CERAR 16: 2 plans per topology, start-up
+# of 16 sanitized processes dominates), the collectives it has, and whether
+# counts are rounded up to a multiple of the plan's chunk count (CERAR
+# codes combine whole chunks, so its chunks must be equal; ring and trees
+# run any count, see docs/Runtime.md).
+declare -A FLAGS=([trees]="--trees-per-root 1" [cerar]="--components {N}")
+declare -A LIMIT=([trees]=8 [cerar]=16) FIT=([cerar]=1)
+declare -A COLLECTIVES=([cerar]="allreduce")
+
+mkdir -p "$WORK"
+declare -A byRanks # rank count -> ",plan,plan..."
+run=0 skipped=0 failed=0 plans=0 skippedNames=""
+for algo in $ALGORITHMS; do
+  # Is the algorithm known to this compiler at all?
+  flags=${FLAGS[$algo]:-}
+  probe=$("$TOPOCC" compile "$TOPOS/ndv2.yaml" --collective allreduce --algorithm "$algo" \
+            ${flags//\{N\}/8} --emit plan -o "$WORK/probe.json" 2>&1)
+  if [ $? -ne 0 ] && echo "$probe" | grep -qi "algorithm"; then
+    echo "algorithm $algo: not available in this topocc (skipped): $(echo "$probe" | head -1)"
+    continue
+  fi
+  for topo in "$TOPOS"/*.yaml; do
+    name=$(basename "$topo" .yaml)
+    n=$("$TOPOCC" show "$topo" | sed -n 's/^summary: \([0-9]*\) GPUs.*/\1/p')
+    if [ -z "$n" ]; then
+      echo "FAIL $name: cannot read the rank count from 'topocc show'"; failed=$((failed + 1)); continue
+    fi
+    limit=${LIMIT[$algo]:-$MAX_RANKS}
+    [ "$limit" -gt "$MAX_RANKS" ] && limit=$MAX_RANKS
+    if [ "$n" -gt "$limit" ]; then
+      skipped=$((skipped + 1)); skippedNames="$skippedNames $algo:$name($n)"
+      continue
+    fi
+    list="" flags=${FLAGS[$algo]:-}
+    flags=${flags//\{N\}/$n}
+    for coll in ${COLLECTIVES[$algo]:-allreduce allgather reducescatter}; do
+      for mode in --outofplace --inplace; do
+        out="$WORK/$name-$algo-$coll$mode.json"
+        if msg=$("$TOPOCC" compile "$topo" --collective "$coll" --algorithm "$algo" $mode \
+                   $flags --emit plan -o "$out" 2>&1); then
+          list="$list,$out"; plans=$((plans + 1))
+        elif [ "$algo" = ring ]; then
+          echo "FAIL $name: ring $coll $mode does not compile: $msg"; failed=$((failed + 1))
+        else
+          echo "note: $name: $algo $coll $mode not compiled: $(echo "$msg" | head -1)"
+        fi
+      done
+    done
+    [ -z "$list" ] && continue
+    key="$n:${FIT[$algo]:-0}"
+    byRanks[$key]="${byRanks[$key]:-}$list"
+  done
+done
+for key in $(printf '%s\n' "${!byRanks[@]}" | sort -n); do
+  n=${key%%:*} fit=""
+  [ "${key#*:}" = 1 ] && fit=--fit-counts
+  run=$((run + 1))
+  if ! "$MPIRUN" -np "$n" "$MPI_TEST" --plans "${byRanks[$key]#,}" --counts "$COUNTS" $fit; then
+    echo "FAIL: the $n-rank plans $fit"; failed=$((failed + 1))
+  fi
+done
+echo "library plans: $run mpirun jobs, $plans plans, $failed failures; skipped $skipped (algorithm:topology) pairs over the rank limit (ring $MAX_RANKS, trees ${LIMIT[trees]}, cerar ${LIMIT[cerar]}):${skippedNames:- none}"
+[ "$failed" -eq 0 ]

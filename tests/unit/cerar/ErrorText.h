@@ -1,0 +1,32 @@
+//===- tests/unit/cerar/ErrorText.h - Messages of a user error --*- C++ -*-===//
+//
+// The message of an llvm::Error as the user reads it, without the "error: "
+// prefix and trailing newline that the diagnostic printer adds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_TESTS_UNIT_CERAR_ERRORTEXT_H
+#define TOPOCC_TESTS_UNIT_CERAR_ERRORTEXT_H
+
+#include "support/Diagnostics.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace topocc::cerartest {
+
+inline std::string message(llvm::Error e) {
+  std::string out;
+  llvm::handleAllErrors(
+      std::move(e),
+      [&](const DiagnosticError &d) {
+        for (const Diagnostic &diag : d.diagnostics())
+          out += (out.empty() ? "" : "\n") + diag.message;
+      },
+      [&](const llvm::ErrorInfoBase &b) { out += b.message(); });
+  return out;
+}
+
+} // namespace topocc::cerartest
+
+#endif // TOPOCC_TESTS_UNIT_CERAR_ERRORTEXT_H

@@ -1,0 +1,405 @@
+//===- tools/topocc/CerarDesignCommand.cpp - `topocc cerar-design` --------===//
+//
+// `topocc cerar-design --ranks N --components c [--construction exact|
+// vandermonde|perturbed|optimized] [--eps E | --kappa-max K]
+// [--iterations I] [--matrices] [--format text|json]`: builds a CERAR code
+// (compiler/algorithms/Cerar.h) and prints its figures of merit: per-rank
+// error e_i, worst error, condition numbers, norms, nonzeros per row, and
+// with --matrices (always in JSON) the encoders E_k and decoders D_i.
+// `topocc cerar-plan TOPO.yaml [--sizes 1M:4G] [--tolerance T]
+// [--wire-dtype fp32|fp16|bf16] [--base-dtype fp32|fp16|bf16]
+// [--kappa-max K] [--ring LIST] [--scenario NAME] [--format text|json]`:
+// the policy of compiler/algorithms/CerarPolicy.h per message size on the
+// topology's ring: predicted ring and CERAR times, chosen c, eps, kappa,
+// error, and the reason. Schemas: docs/Algorithms-cerar.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/topocc/Driver.h"
+
+#include "compiler/algorithms/Cerar.h"
+#include "compiler/algorithms/CerarPolicy.h"
+#include "compiler/analysis/CostModel.h"
+#include "support/Diagnostics.h"
+
+#include "CLI/CLI.hpp"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <memory>
+
+namespace topocc::driver {
+
+namespace {
+
+struct CerarDesignOptions {
+  int ranks = 0;
+  int components = 0;
+  std::string construction = "perturbed";
+  double eps = 0;
+  double kappaMax = 0;
+  int iterations = 30;
+  bool matrices = false;
+  std::string format = "text";
+};
+
+llvm::json::Array matrixJson(const cerar::Matrix &m) {
+  llvm::json::Array rows;
+  for (int r = 0; r < m.rows; ++r) {
+    llvm::json::Array row;
+    for (int c = 0; c < m.cols; ++c)
+      row.push_back(m(r, c) == 0.0 ? 0.0 : m(r, c)); // no -0
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string num(double v) { return llvm::formatv("{0:e3}", v).str(); }
+
+void printMatrix(llvm::raw_ostream &os, llvm::StringRef name,
+                 const cerar::Matrix &m) {
+  os << "  " << name << ":\n";
+  for (int r = 0; r < m.rows; ++r) {
+    os << "   ";
+    for (int c = 0; c < m.cols; ++c)
+      os << ' ' << plainNumber(m(r, c) == 0.0 ? 0.0 : m(r, c));
+    os << '\n';
+  }
+}
+
+llvm::Error runCerarDesign(const CerarDesignOptions &opts) {
+  if (auto err = checkFormat(opts.format))
+    return err;
+  auto kind = cerar::constructionFromName(opts.construction);
+  if (!kind)
+    return makeUserError("unknown --construction '" + opts.construction +
+                         "'; expected exact, vandermonde, perturbed or "
+                         "optimized");
+  cerar::DesignRequest req;
+  req.ranks = opts.ranks;
+  req.components = opts.components;
+  req.construction = *kind;
+  req.eps = opts.eps;
+  req.kappaMax = opts.kappaMax;
+  req.iterations = opts.iterations;
+  auto d = cerar::makeDesign(req);
+  if (!d)
+    return d.takeError();
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  int n = d->ranks, c = d->components;
+  double ringRate = 2.0 * (n - 1) / n;
+  double rate = 1.0 + double(n - 2) / c;
+  if (opts.format == "json") {
+    llvm::json::Array errs, conds, enc, dec;
+    for (double e : d->rankError)
+      errs.push_back(e);
+    for (double k : d->encoderCondition)
+      conds.push_back(k);
+    for (const cerar::Matrix &m : d->encoders)
+      enc.push_back(matrixJson(m));
+    for (const cerar::Matrix &m : d->decoders)
+      dec.push_back(matrixJson(m));
+    llvm::json::Object o{
+        {"format", "topocc-cerar-design/v1"},
+        {"ranks", n},
+        {"components", c},
+        {"rounds", d->rounds},
+        {"construction", cerar::constructionName(d->construction)},
+        {"eps", d->eps},
+        {"kappa_max", d->kappaMax},
+        {"exact", d->isExact()},
+        {"companion", d->companion},
+        {"traffic_per_rank", rate},
+        {"ring_traffic_per_rank", ringRate},
+        {"rank_error", std::move(errs)},
+        {"worst_error", d->worstError},
+        {"objective", d->objective},
+        {"encoder_condition", std::move(conds)},
+        {"max_condition", d->maxCondition},
+        {"max_decoder_norm", d->maxDecoderNorm},
+        {"encoder_nnz_per_row", d->encoderNnzPerRow},
+        {"decoder_nnz_per_row", d->decoderNnzPerRow},
+        {"encoders", std::move(enc)},
+        {"decoders", std::move(dec)}};
+    if (d->construction == cerar::Construction::Optimized) {
+      o["initial_eps"] = d->initialEps;
+      o["initial_error"] = d->initialError;
+    }
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << '\n';
+  } else {
+    os << llvm::formatv("cerar {0} code: N = {1} ranks, c = {2} components, "
+                        "L = {3} rounds\n",
+                        cerar::constructionName(d->construction), n, c,
+                        d->rounds);
+    if (d->construction != cerar::Construction::Exact)
+      os << "eps: " << num(d->eps) << '\n';
+    if (d->construction == cerar::Construction::Optimized)
+      os << llvm::formatv("kappa-max: {0}; start: perturbed eps {1}, worst "
+                          "error {2}\n",
+                          num(d->kappaMax), num(d->initialEps),
+                          num(d->initialError));
+    os << llvm::formatv("traffic per rank: {0} d (ring {1} d)\n",
+                        llvm::formatv("{0:F4}", rate).str(),
+                        llvm::formatv("{0:F4}", ringRate).str());
+    os << "exact: " << (d->isExact() ? "yes" : "no") << '\n';
+    os << "worst error e: " << num(d->worstError) << '\n';
+    os << "objective F: " << num(d->objective) << '\n';
+    os << "max condition kappa(E_k): " << num(d->maxCondition) << '\n';
+    os << "max ||D_i||_2: " << num(d->maxDecoderNorm) << '\n';
+    os << llvm::formatv("nonzeros per row: E {0}, D {1}\n",
+                        llvm::formatv("{0:F2}", d->encoderNnzPerRow).str(),
+                        llvm::formatv("{0:F2}", d->decoderNnzPerRow).str());
+    os << "rank  e_i         kappa(E_k)\n";
+    for (int k = 0; k < n; ++k)
+      os << llvm::formatv("{0,-4}  {1}   {2}\n", k, num(d->rankError[k]),
+                          num(d->encoderCondition[k]));
+    if (opts.matrices) {
+      for (int k = 0; k < n; ++k)
+        printMatrix(os, llvm::formatv("E_{0}", k).str(), d->encoders[k]);
+      for (int k = 0; k < n; ++k)
+        printMatrix(os, llvm::formatv("D_{0}", k).str(), d->decoders[k]);
+    }
+  }
+  os.flush();
+  return writeOutputFile("-", out);
+}
+
+void registerCerarDesignCommand(CLI::App &app) {
+  auto opts = std::make_shared<CerarDesignOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "cerar-design", "Build a CERAR code (coded approximate ring "
+                      "all-reduce) and print its error and conditioning");
+  cmd->add_option("--ranks", opts->ranks, "Ranks N on the ring (2..64)")
+      ->required();
+  cmd->add_option("--components", opts->components,
+                  "Components c per rank buffer (1..256)")
+      ->required();
+  cmd->add_option("--construction", opts->construction,
+                  "exact, vandermonde, perturbed or optimized")
+      ->capture_default_str();
+  auto *eps = cmd->add_option("--eps", opts->eps,
+                              "Perturbation eps in (0, 1) (default 1e-2)");
+  auto *kappa = cmd->add_option(
+      "--kappa-max", opts->kappaMax,
+      "Condition-number limit on the encoders (picks eps; optimized: the "
+      "constraint, default 1e3)");
+  eps->excludes(kappa);
+  cmd->add_option("--iterations", opts->iterations,
+                  "ALS iterations (optimized)")
+      ->capture_default_str();
+  cmd->add_flag("--matrices", opts->matrices,
+                "Print E_k and D_i (always present in JSON)");
+  cmd->add_option("--format", opts->format, "Output format: text or json")
+      ->capture_default_str();
+  cmd->callback([opts] { finishCommand(runCerarDesign(*opts)); });
+}
+
+static CommandRegistration reg("cerar-design", registerCerarDesignCommand);
+
+struct CerarPlanOptions {
+  std::string file;
+  std::string scenario;
+  std::string sizes = "1M:4G";
+  int factor = 4;
+  double tolerance = 0;
+  std::string wire = "fp32";
+  std::string base = "fp32";
+  double kappaMax = 0;
+  std::string ring;
+  std::string format = "text";
+};
+
+llvm::Expected<std::vector<double>> parseSizes(llvm::StringRef text,
+                                               int factor) {
+  auto [lo, hi] = text.split(':');
+  auto a = analysis::parseMessageSize(lo);
+  if (!a)
+    return a.takeError();
+  double b = *a;
+  if (!hi.empty()) {
+    auto h = analysis::parseMessageSize(hi);
+    if (!h)
+      return h.takeError();
+    b = *h;
+  }
+  if (b < *a)
+    return makeUserError("--sizes: the upper size is below the lower one");
+  if (factor < 2)
+    return makeUserError("--factor must be at least 2");
+  std::vector<double> out;
+  for (double s = *a; s <= b * (1 + 1e-12) && out.size() < 64; s *= factor)
+    out.push_back(s);
+  return out;
+}
+
+llvm::Expected<std::vector<int>> parseRing(llvm::StringRef text) {
+  std::vector<int> out;
+  if (text.empty())
+    return out;
+  llvm::SmallVector<llvm::StringRef, 16> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef p : parts) {
+    int v;
+    if (p.trim().getAsInteger(10, v))
+      return makeUserError("--ring: '" + p + "' is not a rank number");
+    out.push_back(v);
+  }
+  return out;
+}
+
+llvm::Error runCerarPlan(const CerarPlanOptions &opts) {
+  if (auto err = checkFormat(opts.format))
+    return err;
+  auto wire = cerar::wireDtypeFromName(opts.wire);
+  auto base = cerar::wireDtypeFromName(opts.base);
+  if (!wire || !base)
+    return makeUserError("unknown dtype '" + (wire ? opts.base : opts.wire) +
+                         "'; expected fp32, fp16 or bf16");
+  if (opts.tolerance < 0)
+    return makeUserError("--tolerance must be >= 0");
+  auto sizes = parseSizes(opts.sizes, opts.factor);
+  if (!sizes)
+    return sizes.takeError();
+  auto ringOrder = parseRing(opts.ring);
+  if (!ringOrder)
+    return ringOrder.takeError();
+  auto t = loadTopology(opts.file, opts.scenario);
+  if (!t)
+    return t.takeError();
+  auto rc = cerar::ringFor(*t, sizes->back(), *ringOrder);
+  if (!rc)
+    return rc.takeError();
+  cerar::PolicyOptions po;
+  po.tolerance = opts.tolerance;
+  po.wire = *wire;
+  po.baseBytes = cerar::wireDtypeBytes(*base);
+  po.kappaMax = opts.kappaMax;
+  const cerar::RingLink &l = rc->link;
+
+  struct Row {
+    double bytes;
+    cerar::PolicyDecision d;
+    double error = 0, kappa = 0;
+  };
+  std::vector<Row> rows;
+  for (double s : *sizes) {
+    Row r{s, cerar::chooseCerar(l, s, po)};
+    if (r.d.useCerar) {
+      cerar::DesignRequest dr;
+      dr.ranks = l.ranks;
+      dr.components = r.d.components;
+      dr.construction = cerar::Construction::Perturbed;
+      dr.eps = r.d.eps;
+      auto d = cerar::makeDesign(dr);
+      if (!d)
+        return d.takeError();
+      r.error = d->worstError;
+      r.kappa = d->maxCondition;
+    }
+    rows.push_back(std::move(r));
+  }
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (opts.format == "json") {
+    llvm::json::Array arr, order;
+    for (int r : rc->order)
+      order.push_back(r);
+    for (const Row &r : rows) {
+      llvm::json::Object o{{"bytes", r.bytes},
+                           {"ring_time_s", r.d.ringTime},
+                           {"choice", r.d.useCerar ? "cerar" : "ring"},
+                           {"reason", r.d.reason}};
+      if (r.d.useCerar) {
+        o["components"] = r.d.components;
+        o["q"] = r.d.q;
+        o["eps"] = r.d.eps;
+        o["cerar_time_s"] = r.d.cerarTime;
+        o["design_error"] = r.error;
+        o["kappa"] = r.kappa;
+        o["expected_wire_error"] = r.d.expectedError;
+        o["min_bytes"] = r.d.minBytes;
+      }
+      arr.push_back(std::move(o));
+    }
+    llvm::json::Object root{
+        {"format", "topocc-cerar-plan/v1"},
+        {"topology", t->name()},
+        {"ranks", l.ranks},
+        {"ring", std::move(order)},
+        {"alpha_s", l.alpha},
+        {"bandwidth_bytes_per_s", l.bandwidth},
+        {"bandwidth_ceiling_bytes_per_s",
+         rows.empty() ? 0.0 : rows.front().d.bandwidthCeiling},
+        {"tolerance", opts.tolerance},
+        {"wire_dtype", opts.wire},
+        {"base_dtype", opts.base},
+        {"sizes", std::move(arr)}};
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+  } else {
+    os << llvm::formatv(
+        "topology {0}: ring of N = {1} ranks, alpha {2} us, B {3} GB/s "
+        "(ceiling {4} GB/s); tolerance {5}, {6} wire, {7} baseline\n",
+        t->name(), l.ranks, llvm::formatv("{0:F2}", l.alpha * 1e6).str(),
+        llvm::formatv("{0:F2}", l.bandwidth / 1e9).str(),
+        llvm::formatv("{0:F1}", rows.empty()
+                                    ? 0.0
+                                    : rows.front().d.bandwidthCeiling / 1e9)
+            .str(),
+        num(opts.tolerance), opts.wire, opts.base);
+    os << "size        ring ms      choice  c    CERAR ms     ratio   eps"
+          "        kappa      e (bound)  wire error\n";
+    for (const Row &r : rows) {
+      os << llvm::formatv("{0,-10}  {1,11}  ", sizeText(r.bytes),
+                          llvm::formatv("{0:F3}", r.d.ringTime * 1e3).str());
+      if (r.d.useCerar)
+        os << llvm::formatv(
+            "cerar   {0,-3}  {1,11}  {2}  {3}  {4}  {5}  {6}\n", r.d.components,
+            llvm::formatv("{0:F3}", r.d.cerarTime * 1e3).str(),
+            llvm::formatv("{0:F3}", r.d.cerarTime / r.d.ringTime).str(),
+            num(r.d.eps), num(r.kappa), num(r.error), num(r.d.expectedError));
+      else
+        os << "ring    -    (" << r.d.reason << ")\n";
+    }
+  }
+  os.flush();
+  return writeOutputFile("-", out);
+}
+
+void registerCerarPlanCommand(CLI::App &app) {
+  auto opts = std::make_shared<CerarPlanOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "cerar-plan", "Where CERAR beats the ring on a topology: the policy's "
+                    "choice of c, eps and kappa per message size");
+  cmd->add_option("topology", opts->file, "Topology YAML file")->required();
+  cmd->add_option("--sizes", opts->sizes,
+                  "Sizes A:B (K/M/G are powers of 1024)")
+      ->capture_default_str();
+  cmd->add_option("--factor", opts->factor, "Size step factor")
+      ->capture_default_str();
+  cmd->add_option("--tolerance", opts->tolerance,
+                  "Relative error tolerance; 0 = exact only")
+      ->capture_default_str();
+  cmd->add_option("--wire-dtype", opts->wire, "fp32, fp16 or bf16")
+      ->capture_default_str();
+  cmd->add_option("--base-dtype", opts->base,
+                  "dtype of the baseline all-reduce")
+      ->capture_default_str();
+  cmd->add_option("--kappa-max", opts->kappaMax,
+                  "Condition-number limit (0 = none)");
+  cmd->add_option("--ring", opts->ring,
+                  "Ring order (default: the ring search's first ring)");
+  cmd->add_option("--scenario", opts->scenario,
+                  "Apply this named scenario first");
+  cmd->add_option("--format", opts->format, "Output format: text or json")
+      ->capture_default_str();
+  cmd->callback([opts] { finishCommand(runCerarPlan(*opts)); });
+}
+
+static CommandRegistration planReg("cerar-plan", registerCerarPlanCommand);
+
+} // namespace
+
+} // namespace topocc::driver
