@@ -527,10 +527,9 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
                                        PassLogger &log);
 
 /// --algorithm auto: compiles every applicable algorithm (CERAR only with a
-/// tolerance) and keeps the one with the least predicted time at req.bytes
-/// (analysis::estimateSchedule on the final schedule; CERAR's time is the
-/// ring's estimate scaled by the policy's CERAR/ring ratio, CERAR.md 5.4),
-/// then compiles the winner again with the caller's logger.
+/// tolerance, with the policy's c, CERAR.md 5.4) and keeps the one with the
+/// least predicted time at req.bytes (analysis::estimateSchedule on each
+/// final schedule), then compiles the winner again with the caller's logger.
 llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
                                          const CompileRequest &req,
                                          PassLogger &log) {
@@ -595,11 +594,27 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
     auto cp = designCerar(t, sub, /*force=*/false);
     if (!cp)
       return cp.takeError();
-    if (!cp->design)
+    if (!cp->design) {
       lines.push_back("auto: cerar not chosen (" + cp->decision.reason + ")");
-    else
-      consider("cerar", ringTime * cp->decision.cerarTime /
-                            cp->decision.ringTime);
+    } else {
+      // The policy's c, compiled and priced like the others.
+      sub.algorithm = "cerar";
+      sub.components = cp->design->components;
+      PassLogger quiet;
+      auto plan = compileOn(t, t->numRanks(), sub, quiet);
+      if (!plan)
+        return plan.takeError();
+      auto cost = analysis::estimateSchedule(plan->schedule, m, req.bytes);
+      if (!cost)
+        return cost.takeError();
+      lines.push_back(llvm::formatv("auto: cerar c = {0}: the policy "
+                                    "predicts {1:F3}x the ring's time",
+                                    cp->design->components,
+                                    cp->decision.cerarTime /
+                                        cp->decision.ringTime)
+                          .str());
+      consider("cerar", cost->time);
+    }
   }
   if (best.empty())
     return makeUserError("--algorithm auto: no algorithm applies:\n" +

@@ -41,6 +41,8 @@ struct WhatIfSettings {
   /// When > 0, simulated algorithms run this many times per size and report
   /// the median wall time of one simulation (benchmarks).
   int timingRuns = 0;
+  /// Relative error the coded columns may use (cerar, auto); 0: exact only.
+  double tolerance = 0;
 };
 
 /// One algorithm at one size. Not applicable: `detail` says why.

@@ -40,6 +40,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Process.h"
 
+#include <cmath>
 #include <memory>
 
 namespace topocc::driver {
@@ -53,6 +54,7 @@ struct WhatIfOptions {
   std::string algorithms = "ring,rank-ring,nccl-model,bound";
   std::vector<std::string> scenarios, fails, scales, sets;
   int chunks = 4;
+  double tolerance = 0;
   std::string mode = "store-and-forward";
   std::string reduceBandwidth;
   std::string format = "table";
@@ -154,7 +156,10 @@ analysis::WhatIfAlgorithm compiledAlgorithm(std::string name,
     CompileRequest req;
     req.collective = ctx.settings.collective;
     req.algorithm = name;
-    req.chunks = ctx.settings.chunks;
+    // CERAR's messages are its components: no pipelining chunks.
+    req.chunks = name == "cerar" ? 1 : ctx.settings.chunks;
+    if (name == "cerar" || name == "auto")
+      req.tolerance = ctx.settings.tolerance;
     if (ctx.largestBytes > 0)
       req.bytes = ctx.largestBytes;
     PassLogger log;
@@ -191,6 +196,11 @@ analysis::WhatIfRegistry makeRegistry() {
                                    "(`compile --algorithm trees`)"));
   r.add(compiledAlgorithm("hier-ring", "hierarchical ring, compiled "
                                        "(`compile --algorithm hier-ring`)"));
+  r.add(compiledAlgorithm("cerar", "CERAR coded all-reduce, compiled for the "
+                                   "largest size (`compile --algorithm "
+                                   "cerar`, needs --tolerance)"));
+  r.add(compiledAlgorithm("auto", "what `compile --algorithm auto` chooses "
+                                  "for the largest size"));
   return r;
 }
 
@@ -344,6 +354,9 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
         "--time-simulation must be between 0 and 100, got {0}",
         opts.timeSimulation));
   settings.timingRuns = opts.timeSimulation;
+  if (!(opts.tolerance >= 0) || !std::isfinite(opts.tolerance))
+    return makeUserError("--tolerance must be a non-negative number");
+  settings.tolerance = opts.tolerance;
   if (opts.mode == "cut-through")
     settings.mode = analysis::SimMode::CutThrough;
   else if (opts.mode != "store-and-forward")
@@ -474,6 +487,10 @@ void registerWhatIfCommand(CLI::App &app) {
                   "Set link bandwidth or latency: SEL=200Gb/s, SEL=+1us");
   cmd->add_option("--chunks", opts->chunks,
                   "Pipelining chunks per rank of simulated schedules")
+      ->capture_default_str();
+  cmd->add_option("--tolerance", opts->tolerance,
+                  "Relative error the cerar and auto columns may use (0: "
+                  "exact only)")
       ->capture_default_str();
   cmd->add_option("--mode", opts->mode,
                   "Simulated links: store-and-forward or cut-through")
