@@ -567,7 +567,11 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
     PassLogger quiet;
     auto plan = compileOn(t, t->numRanks(), sub, quiet);
     if (!plan) {
-      std::string why = llvm::toString(plan.takeError());
+      llvm::Error err = plan.takeError();
+      // A bug is reported as one, not skipped as "not applicable".
+      if (err.isA<InternalError>())
+        return err;
+      std::string why = llvm::toString(std::move(err));
       lines.push_back(("auto: " + name + " not applicable (" +
                        llvm::StringRef(why).split('\n').first + ")")
                           .str());
