@@ -84,17 +84,6 @@ llvm::Expected<std::vector<ir::RankId>> parseRingOrder(llvm::StringRef text) {
   return ring;
 }
 
-llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
-  static const llvm::StringRef kNames[] = {"allreduce", "allgather",
-                                           "reducescatter"};
-  if (llvm::is_contained(kNames, name))
-    return *ir::collectiveFromName(name);
-  std::string hint = nearestMatch(name, kNames);
-  return makeUserError("unknown --collective '" + name + "'" +
-                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                       " (expected allreduce, allgather or reducescatter)");
-}
-
 llvm::Error checkEmit(llvm::StringRef emit) {
   if (emit == "msccl-xml" || emit == "ir" || emit == "nccl-graph" ||
       emit == "plan")

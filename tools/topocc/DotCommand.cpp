@@ -89,12 +89,9 @@ llvm::Error runDotCommand(const DotCmdOptions &opts) {
   if (opts.chunks < 1 || opts.chunks > 64)
     return makeUserError(llvm::formatv(
         "--chunks must be between 1 and 64, got {0}", opts.chunks));
-  auto coll = ir::collectiveFromName(opts.collective);
-  if (!coll || (*coll != ir::Collective::AllReduce &&
-                *coll != ir::Collective::AllGather &&
-                *coll != ir::Collective::ReduceScatter))
-    return makeUserError("unknown --collective '" + opts.collective +
-                         "' (expected allreduce, allgather or reducescatter)");
+  auto coll = parseCollective(opts.collective);
+  if (!coll)
+    return coll.takeError();
   auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();

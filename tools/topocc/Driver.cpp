@@ -4,6 +4,7 @@
 
 #include "support/Diagnostics.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
@@ -106,6 +107,17 @@ std::string sizeText(double b) {
     ++u;
   }
   return plainNumber(b) + " " + units[u];
+}
+
+llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
+  static const llvm::StringRef kNames[] = {"allreduce", "allgather",
+                                           "reducescatter"};
+  if (llvm::is_contained(kNames, name))
+    return *ir::collectiveFromName(name);
+  std::string hint = nearestMatch(name, kNames);
+  return makeUserError("unknown --collective '" + name + "'" +
+                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                       " (expected allreduce, allgather or reducescatter)");
 }
 
 llvm::Error checkFormat(llvm::StringRef format) {

@@ -9,6 +9,7 @@
 #define TOPOCC_TOOLS_DRIVER_H
 
 #include "compiler/topology/Topology.h"
+#include "ir/Schedule.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -48,6 +49,10 @@ std::string sizeText(double bytes);
 
 /// "text" or "json"; user error otherwise.
 llvm::Error checkFormat(llvm::StringRef format);
+
+/// --collective: allreduce, allgather or reducescatter; user error with a
+/// "did you mean" hint otherwise.
+llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name);
 
 // Subcommands (one file each).
 void registerShowCommand(CLI::App &app);

@@ -140,21 +140,10 @@ void printCost(llvm::raw_ostream &os, const analysis::CostReport &r) {
      << timeText(r.latencyTime) << '\n';
 }
 
-llvm::Expected<ir::Collective> parseColl(llvm::StringRef name) {
-  static const llvm::StringRef kNames[] = {"allreduce", "allgather",
-                                           "reducescatter"};
-  if (llvm::is_contained(kNames, name))
-    return *ir::collectiveFromName(name);
-  std::string hint = nearestMatch(name, kNames);
-  return makeUserError("unknown --collective '" + name + "'" +
-                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                       " (expected allreduce, allgather or reducescatter)");
-}
-
 llvm::Error runRings(const RingsOptions &opts) {
   if (auto err = checkFormat(opts.format))
     return err;
-  auto coll = parseColl(opts.collective);
+  auto coll = parseCollective(opts.collective);
   if (!coll)
     return coll.takeError();
   auto bytes = analysis::parseMessageSize(opts.size);

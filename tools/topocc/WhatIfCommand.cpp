@@ -204,17 +204,6 @@ analysis::WhatIfRegistry makeRegistry() {
   return r;
 }
 
-llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
-  static const llvm::StringRef kNames[] = {"allreduce", "allgather",
-                                           "reducescatter"};
-  if (llvm::is_contained(kNames, name))
-    return *ir::collectiveFromName(name);
-  std::string hint = nearestMatch(name, kNames);
-  return makeUserError("unknown --collective '" + name + "'" +
-                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                       " (expected allreduce, allgather or reducescatter)");
-}
-
 /// The topologies to tabulate after the base: (name, detail, topology).
 struct Variant {
   std::string name, detail;
