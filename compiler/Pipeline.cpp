@@ -539,14 +539,16 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
   analysis::LinkModel m(*t);
   std::vector<std::string> lines;
   std::string best;
+  std::optional<CompiledPlan> bestPlan;
   double bestTime = std::numeric_limits<double>::infinity(), ringTime = 0;
-  auto consider = [&](llvm::StringRef name, double time) {
+  auto consider = [&](llvm::StringRef name, double time, CompiledPlan &plan) {
     lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us", name,
                                   time * 1e6)
                         .str());
     if (time < bestTime) {
       bestTime = time;
       best = name.str();
+      bestPlan = std::move(plan);
     }
   };
   const bool multiNode = nodeRanks(*t).size() >= 2;
@@ -582,7 +584,7 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       return cost.takeError();
     if (a == Algorithm::Ring)
       ringTime = cost->time;
-    consider(name, cost->time);
+    consider(name, cost->time, *plan);
   }
   if (!(req.tolerance > 0) || req.collective != ir::Collective::AllReduce ||
       ringTime <= 0) {
@@ -617,12 +619,20 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
                                     cp->decision.cerarTime /
                                         cp->decision.ringTime)
                           .str());
-      consider("cerar", cost->time);
+      consider("cerar", cost->time, *plan);
     }
   }
   if (best.empty())
     return makeUserError("--algorithm auto: no algorithm applies:\n" +
                          llvm::join(lines, "\n"));
+  lines.push_back("auto: chose " + best);
+  // The winner was compiled quietly; compile it again only when the caller
+  // prints the IR or times the passes.
+  if (log.isQuiet()) {
+    bestPlan->explain.insert(bestPlan->explain.begin(), lines.begin(),
+                             lines.end());
+    return std::move(*bestPlan);
+  }
   CompileRequest win = req;
   win.algorithm = best;
   if (best != "ring" && win.channels == 0)
@@ -634,7 +644,6 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
   auto plan = compileOn(t, t->numRanks(), win, log);
   if (!plan)
     return plan.takeError();
-  lines.push_back("auto: chose " + best);
   plan->explain.insert(plan->explain.begin(), lines.begin(), lines.end());
   return plan;
 }

@@ -99,6 +99,8 @@ public:
   void afterPass(llvm::StringRef pass, const ir::Schedule &s);
   void recordTime(llvm::StringRef pass, double seconds);
   bool isTiming() const { return timePasses; }
+  /// Neither prints the IR nor times the passes.
+  bool isQuiet() const { return !(printAfterAll && irOut) && !timePasses; }
   /// "===-- pass timing --===" table in pass order; nothing if not timing.
   void printTimings(llvm::raw_ostream &os) const;
   llvm::ArrayRef<std::pair<std::string, double>> timings() const {
