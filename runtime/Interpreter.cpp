@@ -65,6 +65,11 @@ llvm::Error Transport::linComb(void *dst, llvm::ArrayRef<double> coeffs,
   return llvm::Error::success();
 }
 
+llvm::Error Transport::zero(void *dst, size_t bytes) {
+  std::memset(dst, 0, bytes);
+  return llvm::Error::success();
+}
+
 std::vector<std::vector<int32_t>> planRounds(const ir::Schedule &s) {
   // Nodes are (rank, op), flattened; edges carry weight 0 or 1.
   std::vector<size_t> first(s.numRanks + 1, 0);
@@ -866,9 +871,93 @@ llvm::Error Plan::run(const void *sendbuf, void *recvbuf, size_t count,
   }
   RankRun rr(s, *layout, t, tr, opts);
   rr.inferScratch();
+  llvm::Error sizes = rr.checkSizes();
+  if (!sizes)
+    return rr.run(sendbuf, recvbuf, opts.rounds || tr.roundBased());
+  if (count % size_t(layout->chunksPerBlock) == 0)
+    return sizes;
+  // Chunks of unequal size do not fit this plan (a coded plan combines
+  // chunks element by element): run it on zero-padded copies whose count
+  // is a multiple of the chunks per block, then copy the results back.
+  llvm::consumeError(std::move(sizes));
+  return runPadded(sendbuf, recvbuf, count, t, tr, opts, *layout);
+}
+
+llvm::Error Plan::runPadded(const void *sendbuf, void *recvbuf, size_t count,
+                            DType t, Transport &tr, const RunOptions &opts,
+                            const BufferLayout &user) const {
+  const ir::Schedule &s = plan.schedule;
+  size_t k = size_t(user.chunksPerBlock);
+  size_t padded = (count + k - 1) / k * k;
+  auto layout = layoutFor(s, padded);
+  if (!layout)
+    return layout.takeError();
+  RankRun rr(s, *layout, t, tr, opts);
+  rr.inferScratch();
   if (auto err = rr.checkSizes())
     return err;
-  return rr.run(sendbuf, recvbuf, opts.rounds || tr.roundBased());
+  size_t esz = dtypeSize(t);
+  // In place, one region holds every block (the input and the output are
+  // views of it); out of place, two.
+  size_t inBlocks = size_t(user.inputBlocks), outBlocks = size_t(user.outputBlocks);
+  size_t inBytes = inBlocks * padded * esz, outBytes = outBlocks * padded * esz;
+  if (s.inplace)
+    inBytes = 0, outBytes = std::max(inBlocks, outBlocks) * padded * esz;
+  char *pin = nullptr, *pout = nullptr;
+  std::vector<char> hostIn, hostOut;
+  if (tr.deviceMemory()) {
+    if (inBytes) {
+      auto w = tr.workspace(3, inBytes);
+      if (!w)
+        return w.takeError();
+      pin = static_cast<char *>(*w);
+    }
+    auto w = tr.workspace(4, outBytes);
+    if (!w)
+      return w.takeError();
+    pout = static_cast<char *>(*w);
+  } else {
+    hostIn.resize(inBytes);
+    hostOut.resize(outBytes);
+    pin = hostIn.data();
+    pout = hostOut.data();
+  }
+  if (inBytes)
+    if (auto err = tr.zero(pin, inBytes))
+      return err;
+  if (auto err = tr.zero(pout, outBytes))
+    return err;
+  // Block b of a user buffer (count elements each) into block b of a padded
+  // one (padded elements each), or back.
+  auto copyBlocks = [&](char *dst, size_t dstStride, const char *src,
+                        size_t srcStride, size_t blocks) -> llvm::Error {
+    for (size_t b = 0; b < blocks; ++b)
+      if (auto err = tr.scaleCopy(dst + b * dstStride * esz, 1.0,
+                                  src + b * srcStride * esz, count, t))
+        return err;
+    return llvm::Error::success();
+  };
+  const char *in = static_cast<const char *>(sendbuf);
+  char *out = static_cast<char *>(recvbuf);
+  const char *pSend = pin;
+  char *pRecv = pout;
+  if (s.inplace) {
+    // The whole user region starts at the lower of the two pointers; the
+    // higher one is `offset` blocks into it (Plan::run checked the rule).
+    const char *whole = std::min<const char *>(in, out);
+    size_t blocks = std::max(inBlocks, outBlocks);
+    if (auto err = copyBlocks(pout, padded, whole, count, blocks))
+      return err;
+    pSend = pout + size_t(in - whole) / (count * esz) * padded * esz;
+    pRecv = pout + size_t(out - whole) / (count * esz) * padded * esz;
+  } else if (auto err = copyBlocks(pin, padded, in, count, inBlocks)) {
+    return err;
+  }
+  if (auto err = rr.run(pSend, pRecv, opts.rounds || tr.roundBased()))
+    return err;
+  if (auto err = copyBlocks(out, count, pRecv, padded, outBlocks))
+    return err;
+  return tr.finish();
 }
 
 } // namespace topocc::runtime

@@ -87,13 +87,22 @@ public:
   /// `recvbuf` receives the output (sizes: BufferLayout). In-place plans
   /// REQUIRE the nccl aliasing: allreduce sendbuf == recvbuf, allgather
   /// sendbuf == recvbuf + rank*count, reducescatter recvbuf == sendbuf +
-  /// rank*count (elements). Errors: mismatch between ranks, bad pointers,
-  /// a count whose chunks make a message's two ends differ in size, transport
-  /// errors, timeout.
+  /// rank*count (elements). Any count works: when the plan's chunks must
+  /// all have the same size (coded plans) and `count` is not a multiple of
+  /// the chunks per block, the plan runs on zero-padded copies (one extra
+  /// copy of the buffers). Errors: mismatch between ranks, bad pointers,
+  /// transport errors, timeout.
   llvm::Error run(const void *sendbuf, void *recvbuf, size_t count, DType t,
                   Transport &tr, const RunOptions &opts = {}) const;
 
 private:
+  /// run() on zero-padded copies of the buffers (count rounded up to a
+  /// multiple of the chunks per block), for plans whose chunks must all
+  /// have the same size.
+  llvm::Error runPadded(const void *sendbuf, void *recvbuf, size_t count,
+                        DType t, Transport &tr, const RunOptions &opts,
+                        const BufferLayout &user) const;
+
   backends::LoadedPlan plan;
 };
 

@@ -82,7 +82,9 @@ public:
   virtual llvm::Error groupEnd() { return llvm::Error::success(); }
   /// Transport-owned memory of at least `bytes` for workspace `slot` (0:
   /// receive staging, 1: scratch), valid until the next call for the same
-  /// slot. Only called when deviceMemory().
+  /// slot. Slots 3 and 4 hold zero-padded copies of the input and output
+  /// when a count does not split into equal chunks (Plan::run). Only called
+  /// when deviceMemory().
   virtual llvm::Expected<void *> workspace(int slot, size_t bytes);
   /// dst[i] = a*x[i] + b*y[i]; dst may alias x or y (same element index).
   virtual llvm::Error axpby(void *dst, double a, const void *x, double b,
@@ -95,6 +97,8 @@ public:
   virtual llvm::Error linComb(void *dst, llvm::ArrayRef<double> coeffs,
                               llvm::ArrayRef<const void *> srcs, size_t n,
                               DType t);
+  /// Sets `bytes` bytes at `dst` to zero.
+  virtual llvm::Error zero(void *dst, size_t bytes);
   /// Called once at the end of a successful run: blocks until the results
   /// are in the caller's buffers (a stream synchronize on GPUs).
   virtual llvm::Error finish() { return llvm::Error::success(); }

@@ -430,8 +430,7 @@ int runMain(int argc, char **argv) {
       llvm::outs() << llvm::formatv(
           "# coded plan: error bound {0:e} (relerr = max|got - exact| / "
           "max|exact| over all elements and ranks; '!' marks relerr > "
-          "bound); counts rounded down to a multiple of the chunks per "
-          "block\n",
+          "bound)\n",
           bound);
     llvm::outs() << llvm::formatv("# iters {0}, warmup {1}, check {2}\n",
                                   o.iters, o.warmup, o.check);
@@ -461,14 +460,6 @@ int runMain(int argc, char **argv) {
   for (double bytesD = double(*minB); bytesD <= double(*maxB) * 1.0000001;
        bytesD *= o.factor) {
     size_t count = b.countFor(size_t(bytesD));
-    // A coded plan combines whole chunks, so they must be equal: round the
-    // count down to a multiple of the chunks per block (as nccl-tests
-    // rounds to its alignment); size and count show what ran.
-    if (coded) {
-      auto l = layoutFor(s, count);
-      if (l && l->chunksPerBlock > 0)
-        count -= count % size_t(l->chunksPerBlock);
-    }
     if (count == 0)
       continue;
     size_t bytes = s.collective == ir::Collective::AllReduce

@@ -36,7 +36,7 @@ CudaTransport::~CudaTransport() {
 }
 
 llvm::Expected<void *> CudaTransport::workspace(int slot, size_t bytes) {
-  if (slot < 0 || slot > 2)
+  if (slot < 0 || slot > 4)
     return makeInternalError(llvm::formatv("no workspace slot {0}", slot));
   if (wsBytes[slot] >= bytes && ws[slot])
     return ws[slot];
@@ -103,6 +103,10 @@ llvm::Error CudaTransport::linComb(void *dst, llvm::ArrayRef<double> coeffs,
                                      strm),
                      "cudaMemcpyAsync");
   return llvm::Error::success();
+}
+
+llvm::Error CudaTransport::zero(void *dst, size_t bytes) {
+  return cudaCheck(cudaMemsetAsync(dst, 0, bytes, strm), "cudaMemsetAsync");
 }
 
 llvm::Error CudaTransport::finish() {

@@ -38,6 +38,7 @@ public:
   llvm::Error linComb(void *dst, llvm::ArrayRef<double> coeffs,
                       llvm::ArrayRef<const void *> srcs, size_t n,
                       DType t) override;
+  llvm::Error zero(void *dst, size_t bytes) override;
   llvm::Error finish() override;
 
 protected:
@@ -45,8 +46,9 @@ protected:
   bool ownsStream;
 
 private:
-  void *ws[3] = {nullptr, nullptr, nullptr}; ///< staging, scratch, lincomb
-  size_t wsBytes[3] = {0, 0, 0};
+  /// staging, scratch, lincomb, padded input, padded output
+  void *ws[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  size_t wsBytes[5] = {0, 0, 0, 0, 0};
 };
 
 } // namespace topocc::runtime

@@ -11,7 +11,7 @@
 //   topocc-mpi-test --collective allreduce --chunks 2 --channels 2
 //       [--inplace] [--rounds] [--dtype fp32] --counts 1,7,1001
 //       [--mismatch count]
-//   topocc-mpi-test --plans P1.json,P2.json [--rounds] [--fit-counts]
+//   topocc-mpi-test --plans P1.json,P2.json [--rounds]
 //       [--bound-scale F] --counts 7,1001
 //       (run plan files; collective and in-place mode from each plan;
 //       coded plans, errorBound > 0: the relative error max|got - exact| /
@@ -57,9 +57,6 @@ struct Args {
   bool rounds = false; ///< RunOptions::rounds (the NCCL ordering)
   std::vector<size_t> counts{1, 7, 1001};
   std::vector<std::string> plans; ///< --plans: run these files instead
-  /// --fit-counts: round each count up to a multiple of the plan's chunks
-  /// per block (for plans whose message ends need equal chunks, e.g. trees).
-  bool fitCounts = false;
   /// --bound-scale F: check coded plans against F times their bound (F < 1
   /// tests that the check fails when the error exceeds the bound).
   double boundScale = 1;
@@ -87,8 +84,6 @@ bool parseArgs(int argc, char **argv, Args &a) {
       a.inplace = true;
     else if (arg == "--rounds")
       a.rounds = true;
-    else if (arg == "--fit-counts")
-      a.fitCounts = true;
     else if (arg == "--bound-scale")
       a.boundScale = std::stod(next().str());
     else if (arg == "--counts") {
@@ -176,11 +171,6 @@ int runPlanFiles(const Args &a, MpiTransport &tr) {
       if (!layout) {
         llvm::errs() << llvm::toString(layout.takeError()) << "\n";
         MPI_Abort(MPI_COMM_WORLD, 2);
-      }
-      if (a.fitCounts) {
-        size_t k = size_t(layout->chunksPerBlock);
-        count = (count + k - 1) / k * k;
-        layout->count = count;
       }
       usedCounts.push_back(count);
       size_t inE = layout->inputElements(), outE = layout->outputElements();

@@ -3,12 +3,15 @@
 // The interpreter runs compiled ring plans on threads over LocalTransport:
 // every collective, in-place and out-of-place, 2 to 8 ranks, several chunk
 // and channel counts, counts that do not divide by the chunk count, three
-// dtypes, shuffled completion orders; and its errors (rank disagreement,
+// dtypes, shuffled completion orders; coded (CERAR) plans at counts that
+// need zero-padded runs; and its errors (rank disagreement,
 // wrong job size, in-place pointer rule, timeout naming pending messages).
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeTestUtil.h"
+
+#include "compiler/topology/Topology.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -99,6 +102,60 @@ TEST(Interpreter, BalancedChunkLayout) {
     offsets.push_back(l.chunkOffset(c));
   EXPECT_EQ(offsets, (std::vector<size_t>{0, 2, 5, 7, 10, 12, 15, 17, 20}));
   EXPECT_EQ(l.outputElements(), 20u);
+}
+
+/// A CERAR plan (exact code, c = 4 components) on the 4-rank test ring.
+Plan cerarPlan(bool inplace) {
+  auto t = topo::loadTopologyFile(TOPOCC_SOURCE_DIR
+                                  "/tests/mpi/Inputs/ring4.yaml");
+  if (!t) {
+    ADD_FAILURE() << llvm::toString(t.takeError());
+    return {};
+  }
+  CompileRequest req;
+  req.collective = ir::Collective::AllReduce;
+  req.algorithm = "cerar";
+  req.components = 4;
+  req.inplace = inplace;
+  PassLogger log;
+  auto compiled = compile(*t, req, log);
+  if (!compiled) {
+    ADD_FAILURE() << llvm::toString(compiled.takeError());
+    return {};
+  }
+  auto plan = Plan::fromSchedule(std::move(compiled->schedule));
+  if (!plan) {
+    ADD_FAILURE() << llvm::toString(plan.takeError());
+    return {};
+  }
+  return std::move(*plan);
+}
+
+TEST(Interpreter, PaddedRunForUnequalChunks) {
+  // A coded plan combines its 4 chunks element by element, so a count that
+  // is not a multiple of 4 runs on zero-padded copies; the results must be
+  // the all-reduce of the user's elements, and nothing past `count` in the
+  // user's buffer may change (runAll's buffers hold both views).
+  for (bool inplace : {false, true}) {
+    Plan plan = cerarPlan(inplace);
+    ASSERT_EQ(plan.schedule().chunksPerLoop, 4);
+    for (size_t count : {size_t(1), size_t(7), size_t(1001), size_t(1004)}) {
+      SCOPED_TRACE(llvm::formatv("count {0} {1}", count,
+                                 inplace ? "in-place" : "out-of-place")
+                       .str());
+      std::vector<std::vector<float>> out;
+      std::vector<std::string> errors =
+          runAll(plan, count, DType::F32, out);
+      for (int r = 0; r < 4; ++r) {
+        ASSERT_EQ(errors[r], "") << "rank " << r;
+        std::vector<float> want =
+            reference(ir::Collective::AllReduce, 4, r, count);
+        ASSERT_EQ(out[r].size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(out[r][i], want[i], 1e-4) << "rank " << r << " " << i;
+      }
+    }
+  }
 }
 
 std::vector<std::string> runWithCounts(const Plan &a, const Plan &b,
