@@ -6,7 +6,6 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <chrono>
 #include <cstring>
 
 namespace topocc::runtime {
@@ -92,58 +91,51 @@ llvm::Error LocalTransport::wait(RequestId req) {
 
 llvm::Expected<std::optional<size_t>>
 LocalTransport::waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) {
-  using Clock = std::chrono::steady_clock;
-  auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeoutSeconds));
-  std::unique_lock<std::mutex> lock(f.mu);
-  while (true) {
-    bool delayed = false;
+  return f.waitFor(timeoutSeconds, [&](bool &again)
+                                       -> llvm::Expected<std::optional<size_t>> {
     for (size_t i = 0; i < reqs.size(); ++i) {
       auto done = tryComplete(reqs[i]);
       if (!done)
         return done.takeError();
       if (*done)
         return std::optional<size_t>(i);
+      // A message that is there and only waits out its artificial delay:
+      // poll again without waiting for a notification.
       auto it = requests.find(reqs[i]);
-      delayed |= it != requests.end() && it->second.pollsLeft >= 0 &&
-                 f.mailbox.count(LocalFabric::Key{it->second.peer, me,
-                                                  it->second.msg});
+      again |= it != requests.end() && it->second.pollsLeft >= 0 &&
+               f.mailbox.count(
+                   LocalFabric::Key{it->second.peer, me, it->second.msg});
     }
-    if (delayed)
-      continue; // a message is there, only its artificial delay is left
-    if (timeoutSeconds > 0) {
-      if (f.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-          Clock::now() >= deadline)
-        return std::optional<size_t>();
-    } else {
-      f.cv.wait(lock);
-    }
-  }
+    return std::optional<size_t>();
+  });
 }
 
 llvm::Expected<std::vector<RunHeader>>
 LocalTransport::allgatherHeader(const RunHeader &mine) {
-  int64_t call = gatherCalls++;
-  std::unique_lock<std::mutex> lock(f.mu);
-  std::vector<RunHeader> &slot = f.gathers[call];
+  return f.allgatherHeader(gatherCalls++, me, mine);
+}
+
+std::vector<RunHeader> LocalRendezvous::allgatherHeader(int64_t call, int me,
+                                                        const RunHeader &mine) {
+  std::unique_lock<std::mutex> lock(mu);
+  std::vector<RunHeader> &slot = gathers[call];
   if (slot.empty())
-    slot.resize(f.size());
+    slot.resize(size());
   slot[me] = mine;
   slot[me].rank = me + 1; // 0 marks "not arrived" until all are there
-  f.cv.notify_all();
-  f.cv.wait(lock, [&] {
-    for (const RunHeader &h : f.gathers[call])
+  cv.notify_all();
+  cv.wait(lock, [&] {
+    for (const RunHeader &h : gathers[call])
       if (h.rank == 0)
         return false;
     return true;
   });
-  std::vector<RunHeader> all = f.gathers[call];
+  std::vector<RunHeader> all = gathers[call];
   for (RunHeader &h : all)
     --h.rank;
-  if (++f.gatherReads[call] == f.size()) {
-    f.gathers.erase(call);
-    f.gatherReads.erase(call);
+  if (++gatherReads[call] == size()) {
+    gathers.erase(call);
+    gatherReads.erase(call);
   }
   return all;
 }

@@ -12,6 +12,7 @@
 
 #include "runtime/Transport.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -22,23 +23,68 @@
 
 namespace topocc::runtime {
 
-class LocalFabric {
+/// What the in-process fabrics (LocalFabric, LocalCudaFabric) share: one
+/// lock and condition variable for all ranks, the header all-gather and the
+/// wait loop.
+class LocalRendezvous {
+public:
+  explicit LocalRendezvous(int numRanks) : numRanks(numRanks) {}
+  int size() const { return numRanks; }
+
+  /// Rank `me`'s part of all-gather number `call` (each rank counts its
+  /// calls): every rank's header in rank order, once all have arrived.
+  std::vector<RunHeader> allgatherHeader(int64_t call, int me,
+                                         const RunHeader &mine);
+
+  /// Calls `poll(again)` with `mu` held until it returns an index, waiting
+  /// for a notification between calls (or calling again at once when it
+  /// set `again`); std::nullopt when `timeoutSeconds` (> 0) passed first.
+  /// `poll` returns llvm::Expected<std::optional<size_t>>.
+  template <typename Poll>
+  llvm::Expected<std::optional<size_t>> waitFor(double timeoutSeconds,
+                                                Poll poll) {
+    using Clock = std::chrono::steady_clock;
+    auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(timeoutSeconds));
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      bool again = false;
+      llvm::Expected<std::optional<size_t>> done = poll(again);
+      if (!done || done->has_value())
+        return done;
+      if (again)
+        continue;
+      if (timeoutSeconds > 0) {
+        if (cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+            Clock::now() >= deadline)
+          return std::optional<size_t>();
+      } else {
+        cv.wait(lock);
+      }
+    }
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+
+private:
+  int numRanks;
+  std::map<int64_t, std::vector<RunHeader>> gathers; ///< per call number
+  std::map<int64_t, int> gatherReads;
+};
+
+class LocalFabric : public LocalRendezvous {
 public:
   explicit LocalFabric(int numRanks, uint64_t delaySeed = 0)
-      : numRanks(numRanks), seed(delaySeed) {}
-  int size() const { return numRanks; }
+      : LocalRendezvous(numRanks), seed(delaySeed) {}
 
 private:
   friend class LocalTransport;
   using Key = std::tuple<int, int, int64_t>; ///< sender, receiver, msg
-  int numRanks;
   uint64_t seed;
-  std::mutex mu;
-  std::condition_variable cv;
   /// FIFO per key, like MPI's non-overtaking rule for one (source, tag).
   std::map<Key, std::deque<std::vector<char>>> mailbox;
-  std::map<int64_t, std::vector<RunHeader>> gathers; ///< per call number
-  std::map<int64_t, int> gatherReads;
 };
 
 class LocalTransport final : public Transport {

@@ -6,7 +6,6 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <chrono>
 
 namespace topocc::runtime {
 
@@ -156,67 +155,31 @@ llvm::Expected<bool> LocalCudaTransport::test(RequestId req) {
 }
 
 llvm::Error LocalCudaTransport::wait(RequestId req) {
-  std::unique_lock<std::mutex> lock(f.mu);
-  while (true) {
-    auto done = tryComplete(req);
-    if (!done)
-      return done.takeError();
-    if (*done)
-      return llvm::Error::success();
-    f.cv.wait(lock);
-  }
+  auto r = waitAny(llvm::ArrayRef<RequestId>(req), 0);
+  if (!r)
+    return r.takeError();
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::optional<size_t>>
 LocalCudaTransport::waitAny(llvm::ArrayRef<RequestId> reqs,
                             double timeoutSeconds) {
-  using Clock = std::chrono::steady_clock;
-  auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeoutSeconds));
-  std::unique_lock<std::mutex> lock(f.mu);
-  while (true) {
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      auto done = tryComplete(reqs[i]);
-      if (!done)
-        return done.takeError();
-      if (*done)
-        return std::optional<size_t>(i);
-    }
-    if (timeoutSeconds > 0) {
-      if (f.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-          Clock::now() >= deadline)
-        return std::optional<size_t>();
-    } else {
-      f.cv.wait(lock);
-    }
-  }
+  return f.waitFor(timeoutSeconds,
+                   [&](bool &) -> llvm::Expected<std::optional<size_t>> {
+                     for (size_t i = 0; i < reqs.size(); ++i) {
+                       auto done = tryComplete(reqs[i]);
+                       if (!done)
+                         return done.takeError();
+                       if (*done)
+                         return std::optional<size_t>(i);
+                     }
+                     return std::optional<size_t>();
+                   });
 }
 
 llvm::Expected<std::vector<RunHeader>>
 LocalCudaTransport::allgatherHeader(const RunHeader &mine) {
-  int64_t call = gatherCalls++;
-  std::unique_lock<std::mutex> lock(f.mu);
-  std::vector<RunHeader> &slot = f.gathers[call];
-  if (slot.empty())
-    slot.resize(f.size());
-  slot[me] = mine;
-  slot[me].rank = me + 1; // 0 marks "not arrived" until all are there
-  f.cv.notify_all();
-  f.cv.wait(lock, [&] {
-    for (const RunHeader &h : f.gathers[call])
-      if (h.rank == 0)
-        return false;
-    return true;
-  });
-  std::vector<RunHeader> all = f.gathers[call];
-  for (RunHeader &h : all)
-    --h.rank;
-  if (++f.gatherReads[call] == f.size()) {
-    f.gathers.erase(call);
-    f.gatherReads.erase(call);
-  }
-  return all;
+  return f.allgatherHeader(gatherCalls++, me, mine);
 }
 
 } // namespace topocc::runtime

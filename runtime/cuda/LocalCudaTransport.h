@@ -14,23 +14,21 @@
 #ifndef TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H
 #define TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H
 
+#include "runtime/LocalTransport.h"
 #include "runtime/cuda/CudaTransport.h"
 
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 #include <vector>
 
 namespace topocc::runtime {
 
-class LocalCudaFabric {
+class LocalCudaFabric : public LocalRendezvous {
 public:
   explicit LocalCudaFabric(int numRanks)
-      : numRanks(numRanks), streams(numRanks, nullptr) {}
-  int size() const { return numRanks; }
+      : LocalRendezvous(numRanks), streams(numRanks, nullptr) {}
 
 private:
   friend class LocalCudaTransport;
@@ -44,14 +42,9 @@ private:
     bool matched = false;
     bool sizeMismatch = false;
   };
-  int numRanks;
   std::vector<cudaStream_t> streams;
-  std::mutex mu;
-  std::condition_variable cv;
   /// Unmatched sends and receives, FIFO per key.
   std::map<Key, std::deque<std::shared_ptr<Transfer>>> sends, recvs;
-  std::map<int64_t, std::vector<RunHeader>> gathers;
-  std::map<int64_t, int> gatherReads;
 };
 
 class LocalCudaTransport final : public CudaTransport {
