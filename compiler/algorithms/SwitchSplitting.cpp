@@ -22,11 +22,15 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <optional>
 #include <set>
+#include <tuple>
 
 namespace topocc::algorithms {
 
 namespace {
+
+using Key = std::pair<int, int>;
 
 class Splitter {
 public:
@@ -45,6 +49,17 @@ public:
         continue;
       res.direct[{u, t}] += units[i];
       add(u, t, units[i]);
+    }
+    degree.assign(g.numVertices, 0);
+    {
+      std::set<Key> seen;
+      for (const analysis::BoundGraph::Arc &a : g.arcs)
+        if (a.from != a.to &&
+            seen.insert({std::min(a.from, a.to), std::max(a.from, a.to)})
+                .second) {
+          ++degree[a.from];
+          ++degree[a.to];
+        }
     }
     for (int v : g.compute)
       net.addArc(s, v, k);
@@ -83,18 +98,47 @@ public:
           "switch splitting: the tree units do not admit {0} trees per root "
           "(a GPU's max-flow is {1} short)",
           k, -slack));
-    for (int w = 0; w < g.numVertices; ++w) {
-      if (isCompute[w])
-        continue;
+    std::vector<int> switches;
+    for (int w = 0; w < g.numVertices; ++w)
+      if (!isCompute[w])
+        switches.push_back(w);
+    bool verified = true; // the state is known to satisfy I
+    for (size_t i = 0; i < switches.size();) {
+      if (policy == SplitPolicy::Proposal) {
+        // Bulk: propose every remaining switch, check I once; on failure
+        // undo and retry with the first half, down to one switch, which
+        // then takes the exact loop below.
+        size_t len = switches.size() - i;
+        bool done = false;
+        while (!done) {
+          auto batch = llvm::ArrayRef<int>(switches).slice(i, len);
+          auto kept = tryProposals(batch);
+          if (kept) {
+            res.proposalsKept += static_cast<int>(len);
+            // Measured now, or every split kept all flows of a state
+            // that was measured.
+            verified = *kept || verified;
+#ifndef NDEBUG
+            assert(minSlack(false) >= 0 && "switch splitting broke I");
+#endif
+            i += len;
+            done = true;
+          } else if (len == 1) {
+            ++res.proposalsRejected;
+            res.rejected.push_back(switches[i]);
+            break;
+          } else {
+            len /= 2;
+          }
+        }
+        if (done)
+          continue;
+      }
+      int w = switches[i++];
+      verified = false;
       for (int u : in[w])
         res.inAtProcessing[{u, w}] = cap(u, w);
-      bool proposed = false;
-      if (policy == SplitPolicy::Proposal) {
-        proposed = tryProposal(w);
-        ++(proposed ? res.proposalsKept : res.proposalsRejected);
-      }
-      if (!proposed &&
-          (policy == SplitPolicy::Spread || policy == SplitPolicy::Proposal))
+      if (policy == SplitPolicy::Spread || policy == SplitPolicy::Proposal)
         for (int u : std::vector<int>(in[w].begin(), in[w].end())) {
           int others = 0;
           for (int t : out[w])
@@ -140,10 +184,13 @@ public:
         res.arcs.push_back({key.first, key.second, c});
       }
     }
-    if (int64_t slack = minSlack(); slack < 0)
-      return makeInternalError(llvm::formatv(
-          "switch splitting: invariant I broken after removal ({0} short)",
-          -slack));
+    // The last bulk check (if nothing changed since) already measured I on
+    // this graph; otherwise measure it now.
+    if (!verified)
+      if (int64_t slack = minSlack(); slack < 0)
+        return makeInternalError(llvm::formatv(
+            "switch splitting: invariant I broken after removal ({0} short)",
+            -slack));
     // Conservation: what entered w from u left towards some t (or looped).
     std::map<std::pair<int, int>, int64_t> sent;
     for (auto &[key, list] : res.viaSwitch)
@@ -162,9 +209,72 @@ public:
   }
 
 private:
-  /// Splits all of w at once by a proportional transport plan; keeps it when
-  /// invariant I holds afterwards, else restores every capacity.
-  bool tryProposal(int w) {
+  /// Proposes a complete splitting of every switch of `batch` in order
+  /// (proposeSwitch) and keeps them all when invariant I holds afterwards:
+  /// splitting only lowers cut capacities, so I then held after every
+  /// switch of the batch too. Otherwise every capacity is restored and
+  /// nothing is recorded. Returns nothing on failure, else whether the
+  /// state was measured (false: every split of the batch preserved all
+  /// flows exactly, so no max-flow was needed).
+  std::optional<bool> tryProposals(llvm::ArrayRef<int> batch) {
+    journal.clear();
+    journaling = true;
+    std::vector<std::pair<Key, int64_t>> loops;
+    std::vector<std::pair<Key, SplitContribution>> contribs;
+    std::vector<std::pair<Key, int64_t>> inAt;
+    bool needCheck = false, ok = true;
+    for (int w : batch) {
+      for (int u : in[w])
+        inAt.push_back({{u, w}, cap(u, w)});
+      std::map<Key, int64_t> plan;
+      bool exact = false;
+      if (!proposeSwitch(w, plan, exact)) {
+        ok = false;
+        break;
+      }
+      needCheck |= !exact;
+      for (auto &[key, x] : plan) {
+        setCap(arcId.at({key.first, w}), cap(key.first, w) - x);
+        setCap(arcId.at({w, key.second}), cap(w, key.second) - x);
+        if (key.first == key.second) {
+          loops.push_back({{key.first, w}, x});
+        } else {
+          add(key.first, key.second, x);
+          contribs.push_back({key, {w, x}});
+        }
+      }
+    }
+    journaling = false;
+    if (ok && needCheck && minSlack() < 0)
+      ok = false;
+    if (!ok) {
+      for (auto it = journal.rbegin(); it != journal.rend(); ++it)
+        net.setCapacity(it->first, it->second);
+      journal.clear();
+      return std::nullopt;
+    }
+    journal.clear();
+    for (auto &[key, c] : inAt)
+      res.inAtProcessing[key] = c;
+    for (auto &[key, x] : loops)
+      res.loopDiscarded[key] += x;
+    for (auto &[key, c] : contribs)
+      res.viaSwitch[key].push_back(c);
+    return needCheck;
+  }
+
+  /// A complete splitting of w (every unit of every in-arc paired with an
+  /// out-arc), or false when w's in- and out-capacity differ. `exact` is
+  /// set when the splitting keeps every max-flow between other vertices:
+  /// w has one in-neighbour, or one out-neighbour, or its only neighbours
+  /// are a and b with c(a,w) = c(w,b) and c(b,w) = c(w,a) (a NIC between a
+  /// GPU and a switch, a PCIe hop): every flow path through w then has
+  /// exactly one way to continue. Otherwise the transport plan spreads u's
+  /// units first over the out-neighbours in other components of the GPU
+  /// graph built so far (the other boxes, for an IB switch), in proportion
+  /// to c(w,t), the rounding remainder one unit each in cyclic order
+  /// starting after u; then over any t != u; loops last.
+  bool proposeSwitch(int w, std::map<Key, int64_t> &plan, bool &exact) {
     std::vector<int> ins, outs;
     for (int u : in[w])
       if (cap(u, w) > 0)
@@ -180,79 +290,159 @@ private:
       total -= colRem[t] = cap(w, t);
     if (total != 0)
       return false;
-    std::map<std::pair<int, int>, int64_t> plan;
-    for (int u : ins) {
-      __int128 denom = 0;
+    auto give = [&](int u, int t, int64_t x) {
+      x = std::min({x, rowRem[u], colRem[t]});
+      if (x > 0) {
+        plan[{u, t}] += x;
+        rowRem[u] -= x;
+        colRem[t] -= x;
+      }
+    };
+    std::set<int> nbrs(ins.begin(), ins.end());
+    nbrs.insert(outs.begin(), outs.end());
+    bool pair = nbrs.size() == 2 &&
+                cap(*nbrs.begin(), w) == cap(w, *nbrs.rbegin()) &&
+                cap(*nbrs.rbegin(), w) == cap(w, *nbrs.begin());
+    exact = ins.size() <= 1 || outs.size() <= 1 || pair;
+    if (!exact) {
+      // Tiers of a transport plan, each a max-flow on what is left:
+      // (1) other components only, u sending to each component at most its
+      // share of u's units (in proportion to c(w, component), rounded up),
+      // so that every set of components keeps receiving from outside;
+      // (2) any t != u, at most u's proportional share of c(w,t) per pair
+      // (rounded up): spread over every partner; (3) any t != u.
+      std::vector<int> comp = components(w);
+      std::map<int, int64_t> compCap;
       for (int t : outs)
-        if (t != u)
-          denom += colRem.count(t) ? cap(w, t) : 0;
-      if (denom == 0)
-        continue;
-      int64_t row = cap(u, w);
-      for (int t : outs) {
-        if (t == u)
-          continue;
-        int64_t x = static_cast<int64_t>(static_cast<__int128>(row) *
-                                         cap(w, t) / denom);
-        x = std::min({x, rowRem[u], colRem[t]});
-        if (x > 0) {
-          plan[{u, t}] += x;
-          rowRem[u] -= x;
-          colRem[t] -= x;
+        compCap[comp[t]] += cap(w, t);
+      for (int tier = 1; tier <= 3; ++tier) {
+        std::vector<TransportPair> pairs;
+        for (int u : ins) {
+          if (rowRem[u] == 0)
+            continue;
+          __int128 denom = 0;
+          for (int t : outs)
+            if (t != u && (tier > 1 || comp[t] != comp[u]))
+              denom += cap(w, t);
+          for (int t : outs) {
+            if (t == u || (tier == 1 && comp[t] == comp[u]) || colRem[t] == 0)
+              continue;
+            TransportPair p{u, t, -1, 0};
+            auto share = [&](int64_t c) {
+              return static_cast<int64_t>(
+                  (static_cast<__int128>(cap(u, w)) * c + denom - 1) / denom);
+            };
+            if (tier == 1) {
+              p.group = comp[t];
+              p.groupCap = share(compCap[comp[t]]);
+            } else if (tier == 2) {
+              p.group = t;
+              p.groupCap = share(cap(w, t));
+            }
+            pairs.push_back(p);
+          }
         }
+        for (auto &[u, t, x] : transport(pairs, rowRem, colRem))
+          give(u, t, x);
       }
     }
     for (bool loops : {false, true})
       for (int u : ins)
-        for (int t : outs) {
-          if ((t == u) != loops)
-            continue;
-          int64_t x = std::min(rowRem[u], colRem[t]);
-          if (x > 0) {
-            plan[{u, t}] += x;
-            rowRem[u] -= x;
-            colRem[t] -= x;
-          }
-        }
+        for (int t : outs)
+          if ((t == u) == loops)
+            give(u, t, std::numeric_limits<int64_t>::max());
     for (int u : ins)
       if (rowRem[u] != 0)
         return false;
-    // Apply, check I, and undo on failure.
-    std::map<std::pair<int, int>, int64_t> before;
-    auto save = [&](int a, int b) { before.try_emplace({a, b}, cap(a, b)); };
-    for (int u : ins)
-      save(u, w);
-    for (int t : outs)
-      save(w, t);
-    for (auto &[key, x] : plan)
-      if (key.first != key.second)
-        save(key.first, key.second);
-    for (int u : ins)
-      net.setCapacity(arcId.at({u, w}), 0);
-    for (int t : outs)
-      net.setCapacity(arcId.at({w, t}), 0);
-    for (auto &[key, x] : plan)
-      if (key.first != key.second)
-        add(key.first, key.second, x);
-    if (minSlack() < 0) {
-      for (auto &[key, c] : before)
-        net.setCapacity(arcId.at(key), c);
-      return false;
-    }
-    for (auto &[key, x] : plan) {
-      if (key.first == key.second)
-        res.loopDiscarded[{key.first, w}] += x;
-      else
-        res.viaSwitch[key].push_back({w, x});
-    }
     return true;
+  }
+
+  struct TransportPair {
+    int u, t;
+    int group;        ///< -1: none; else u sends at most groupCap to it
+    int64_t groupCap; ///< the same for every pair of (u, group)
+  };
+  /// A maximum transport over `pairs` within the row and column budgets:
+  /// one max-flow (src -> u -> [(u, group) ->] t -> snk). Deterministic.
+  static std::vector<std::tuple<int, int, int64_t>>
+  transport(const std::vector<TransportPair> &pairs,
+            const std::map<int, int64_t> &rows,
+            const std::map<int, int64_t> &cols) {
+    std::vector<std::tuple<int, int, int64_t>> out;
+    if (pairs.empty())
+      return out;
+    std::map<int, int> rowId, colId;
+    for (const TransportPair &p : pairs) {
+      rowId.try_emplace(p.u, 0);
+      colId.try_emplace(p.t, 0);
+    }
+    analysis::MaxFlowNetwork net(2);
+    for (auto &[u, id] : rowId)
+      id = net.addVertex();
+    for (auto &[t, id] : colId)
+      id = net.addVertex();
+    for (auto &[u, id] : rowId)
+      net.addArc(0, id, rows.at(u));
+    for (auto &[t, id] : colId)
+      net.addArc(id, 1, cols.at(t));
+    constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+    std::map<Key, int> groupNode;
+    std::vector<int> arcs;
+    for (const TransportPair &p : pairs) {
+      int from = rowId[p.u];
+      if (p.group >= 0) {
+        auto [it, fresh] = groupNode.try_emplace({p.u, p.group}, -1);
+        if (fresh) {
+          it->second = net.addVertex();
+          net.addArc(from, it->second, p.groupCap);
+        }
+        from = it->second;
+      }
+      arcs.push_back(net.addArc(from, colId[p.t], kInf));
+    }
+    net.maxFlow(0, 1);
+    for (size_t i = 0; i < pairs.size(); ++i)
+      if (int64_t f = net.flow(arcs[i]); f > 0)
+        out.push_back({pairs[i].u, pairs[i].t, f});
+    return out;
+  }
+
+  /// Component id of every vertex in the input graph without the switches
+  /// at least as wide as w (as many distinct neighbours or more, w
+  /// included): for an IB switch, the boxes behind it; for an NVSwitch,
+  /// single GPUs. Pairs inside one component are what a switch must not
+  /// short-circuit when the box's cut is tight.
+  std::vector<int> components(int w) {
+    std::vector<int> parent(g.numVertices);
+    for (int v = 0; v < g.numVertices; ++v)
+      parent[v] = v;
+    auto find = [&](int v) {
+      while (parent[v] != v)
+        v = parent[v] = parent[parent[v]];
+      return v;
+    };
+    auto kept = [&](int v) {
+      return isCompute[v] || degree[v] < degree[w];
+    };
+    for (const analysis::BoundGraph::Arc &a : g.arcs)
+      if (kept(a.from) && kept(a.to))
+        parent[find(a.from)] = find(a.to);
+    for (int v = 0; v < g.numVertices; ++v)
+      parent[v] = find(v);
+    return parent;
+  }
+
+  void setCap(int arc, int64_t c) {
+    if (journaling)
+      journal.push_back({arc, net.capacity(arc)});
+    net.setCapacity(arc, c);
   }
 
   void add(int u, int t, int64_t c) {
     auto [it, inserted] = arcId.try_emplace({u, t}, -1);
     if (inserted)
       it->second = net.addArc(u, t, 0);
-    net.setCapacity(it->second, net.capacity(it->second) + c);
+    setCap(it->second, net.capacity(it->second) + c);
     out[u].insert(t);
     in[t].insert(u);
   }
@@ -316,11 +506,15 @@ private:
   const int s, src, snk;
   analysis::MaxFlowNetwork net;
   std::vector<char> isCompute;
+  std::vector<int> degree; ///< distinct neighbours in g
   std::vector<std::set<int>> out, in;
   std::map<std::pair<int, int>, int> arcId;
   std::vector<int> srcArc, snkArc;
   int64_t big = 0;
   SwitchSplitResult res;
+  /// (arc, capacity before) of every change while a batch is proposed.
+  std::vector<std::pair<int, int64_t>> journal;
+  bool journaling = false;
 };
 
 } // namespace

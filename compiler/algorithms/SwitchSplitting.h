@@ -37,11 +37,16 @@ enum class SplitPolicy {
   /// and shallower trees (FORESTCOLL.md 5.6; on one NVSwitch, a complete
   /// digraph).
   Spread,
-  /// Propose a complete splitting of each switch at once (u's units spread
-  /// over every t != u in proportion to c(w,t), the rest filled greedily,
-  /// loops last), keep it when invariant I still holds (N max-flows), and
-  /// fall back to Spread for that switch otherwise (FORESTCOLL.md 4,
-  /// "speed-ups ... with a fallback to the exact loop").
+  /// Propose a complete splitting of every remaining switch in bulk and
+  /// check invariant I once for the whole batch (N max-flows); on failure
+  /// undo and bisect the batch, down to one switch, which then takes the
+  /// Spread loop. A switch with one in- or out-neighbour, or two neighbours
+  /// with equal capacity through it (a NIC, a PCIe hop), splits exactly
+  /// (every max-flow kept: no check needed); otherwise the plan is a
+  /// transport in tiers: other components first (the boxes behind an IB
+  /// switch), at most u's proportional share per component; then any
+  /// t != u at most its proportional share; then any t != u; loops last
+  /// (FORESTCOLL.md 4, "speed-ups ... with a fallback to the exact loop").
   Proposal,
 };
 
@@ -73,6 +78,8 @@ struct SwitchSplitResult {
   std::map<std::pair<int, int>, int64_t> loopDiscarded;
   int maxFlows = 0; ///< max-flow computations (gadgets and checks)
   int proposalsKept = 0, proposalsRejected = 0; ///< SplitPolicy::Proposal
+  /// The switches whose proposal was rejected (split by the exact loop).
+  std::vector<int> rejected;
 };
 
 /// Splits every non-compute vertex of `g` off. `units[i]` is the capacity of

@@ -35,6 +35,7 @@ struct Growing {
   bool finished = false;
   int aux = -1;      ///< a_i
   int sigmaArc = -1; ///< sigma -> a_i
+  std::vector<int> auxArcs; ///< a_i -> z, zeroed when the tree finishes
   int created = 0;   ///< creation index (determinism of the final order)
 };
 
@@ -168,8 +169,9 @@ packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
   auto addAux = [&](Growing &t) {
     t.aux = net.addVertex();
     t.sigmaArc = net.addArc(sigma, t.aux, t.finished ? 0 : t.mult);
+    t.auxArcs.clear();
     for (int z : t.order)
-      net.addArc(t.aux, z, big);
+      t.auxArcs.push_back(net.addArc(t.aux, z, t.finished ? 0 : big));
   };
   for (int r = 0; r < n; ++r) {
     Growing t;
@@ -238,10 +240,14 @@ packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
           tt.parent[y] = x;
           tt.arcs.push_back({x, y});
           net.setCapacity(arcId.at({x, y}), residual(x, y) - mu);
-          net.addArc(tt.aux, y, big);
+          tt.auxArcs.push_back(net.addArc(tt.aux, y, big));
           if (static_cast<int>(tt.order.size()) == n) {
             tt.finished = true;
             net.setCapacity(tt.sigmaArc, 0);
+            // A finished tree's aux vertex is dead (sigma -> a_i is 0);
+            // closing its arcs keeps Boykov-Kolmogorov's search trees out.
+            for (int a : tt.auxArcs)
+              net.setCapacity(a, 0);
             unfinished -= tt.mult;
           }
           grown = true;

@@ -204,6 +204,11 @@ int64_t MaxFlowNetwork::maxFlow(int s, int t) {
   return f;
 }
 
+int64_t MaxFlowNetwork::flow(int arc) const {
+  const FlowEdgeProps &e = impl->g[impl->arcs[arc]];
+  return e.cap - e.res;
+}
+
 bool MaxFlowNetwork::sourceSide(int v) const { return impl->reach[v] != 0; }
 
 Fraction Fraction::make(int64_t num, int64_t den) {

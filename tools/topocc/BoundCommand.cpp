@@ -11,6 +11,7 @@
 
 #include "compiler/analysis/CostModel.h"
 #include "tools/topocc/Driver.h"
+#include "tools/topocc/TreeOptions.h"
 
 #include "compiler/analysis/Bound.h"
 #include "compiler/topology/Scenario.h"
@@ -28,22 +29,6 @@
 namespace topocc::driver {
 
 namespace {
-
-struct BoundOptions {
-  std::string file;
-  std::string size = "1G";
-  std::string scenario;
-  std::string capacity = "raw";
-  std::string format = "text";
-};
-
-std::string timeText(double s) {
-  if (s < 1e-3)
-    return llvm::formatv("{0:F2} us", s * 1e6).str();
-  if (s < 1)
-    return llvm::formatv("{0:F3} ms", s * 1e3).str();
-  return llvm::formatv("{0:F3} s", s).str();
-}
 
 /// "0-6, 9, 12-13".
 std::string rankRanges(const std::vector<int> &ranks) {
@@ -157,30 +142,23 @@ void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
     os << "    ... and " << d.cut.arcs.size() - kShown << " more\n";
 }
 
-llvm::Error runBound(const BoundOptions &opts) {
-  if (auto err = checkFormat(opts.format))
-    return err;
-  auto capacity = analysis::parseCapacityKind(opts.capacity);
-  if (!capacity)
-    return capacity.takeError();
-  analysis::CapacityKind kind = *capacity;
-  auto bytes = analysis::parseMessageSize(opts.size);
-  if (!bytes)
-    return bytes.takeError();
-  auto topo = loadTopology(opts.file, opts.scenario);
-  if (!topo)
-    return topo.takeError();
-  const topo::Topology &t = *topo;
+llvm::Error runBound(const GraphOptions &opts) {
+  auto input = loadGraphInput(opts);
+  if (!input)
+    return input.takeError();
+  const topo::Topology &t = input->topology;
+  const analysis::CapacityKind kind = input->capacity;
+  const double bytes = input->bytes;
   auto bound = analysis::computeBound(t, kind);
   if (!bound)
     return bound.takeError();
   const analysis::BoundResult &b = *bound;
   analysis::BoundNumbers ag =
-      analysis::boundNumbers(b, ir::Collective::AllGather, *bytes);
+      analysis::boundNumbers(b, ir::Collective::AllGather, bytes);
   analysis::BoundNumbers rs =
-      analysis::boundNumbers(b, ir::Collective::ReduceScatter, *bytes);
+      analysis::boundNumbers(b, ir::Collective::ReduceScatter, bytes);
   analysis::BoundNumbers ar =
-      analysis::boundNumbers(b, ir::Collective::AllReduce, *bytes);
+      analysis::boundNumbers(b, ir::Collective::AllReduce, bytes);
 
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -194,7 +172,7 @@ llvm::Error runBound(const BoundOptions &opts) {
         {"scenario", opts.scenario},
         {"capacity", opts.capacity},
         {"ranks", b.numRanks()},
-        {"bytes", *bytes},
+        {"bytes", bytes},
         {"quantum_bytes_per_s", b.graph.quantumBytesPerSec},
         {"allgather", directionJson(t, b, b.allgather, ag)},
         {"reducescatter", directionJson(t, b, b.reduceScatter, rs)},
@@ -210,7 +188,7 @@ llvm::Error runBound(const BoundOptions &opts) {
         b.numRanks(), b.graph.numVertices, b.graph.arcs.size(), opts.capacity,
         plainNumber(static_cast<double>(b.graph.quantumBytesPerSec) / 1e9));
     os << llvm::formatv("size {0} ({1} B): AG output, RS input, AR buffer\n",
-                        sizeText(*bytes), static_cast<int64_t>(*bytes));
+                        sizeText(bytes), static_cast<int64_t>(bytes));
     printDirection(os, t, b, "allgather", b.allgather, ag, false);
     printDirection(os, t, b, "reducescatter", b.reduceScatter, rs, true);
     os << llvm::formatv("allreduce: lambda* = {0} s/GB (reduce-scatter + "
@@ -225,22 +203,11 @@ llvm::Error runBound(const BoundOptions &opts) {
 }
 
 void registerBoundCommand(CLI::App &app) {
-  auto opts = std::make_shared<BoundOptions>();
+  auto opts = std::make_shared<GraphOptions>();
   CLI::App *cmd = app.add_subcommand(
       "bound", "Exact throughput bound (cut bound, ForestColl) of allgather, "
                "reduce-scatter and allreduce");
-  cmd->add_option("topology", opts->file, "Topology YAML file")->required();
-  cmd->add_option("--size", opts->size,
-                  "Message size M (K/M/G are powers of 1024)")
-      ->capture_default_str();
-  cmd->add_option("--scenario", opts->scenario,
-                  "Apply this named scenario first");
-  cmd->add_option("--capacity", opts->capacity,
-                  "Link capacities: raw (line rate) or effective (x "
-                  "efficiency)")
-      ->capture_default_str();
-  cmd->add_option("--format", opts->format, "Output format: text or json")
-      ->capture_default_str();
+  addGraphOptions(cmd, *opts);
   cmd->callback([opts] { finishCommand(runBound(*opts)); });
 }
 

@@ -12,6 +12,7 @@
 
 #include "compiler/analysis/CostModel.h"
 #include "tools/topocc/Driver.h"
+#include "tools/topocc/TreeOptions.h"
 
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/Bound.h"
@@ -31,25 +32,12 @@ namespace topocc::driver {
 
 namespace {
 
-struct TreesOptions {
-  std::string file;
+struct TreesOptions : GraphOptions {
   std::string collective = "allgather";
   std::string treesPerRoot = "auto";
   std::string policy = "proposal";
-  std::string size = "1G";
-  std::string scenario;
-  std::string capacity = "raw";
-  std::string format = "text";
   bool timeStages = false;
 };
-
-std::string timeText(double s) {
-  if (s < 1e-3)
-    return llvm::formatv("{0:F2} us", s * 1e6).str();
-  if (s < 1)
-    return llvm::formatv("{0:F3} ms", s * 1e3).str();
-  return llvm::formatv("{0:F3} s", s).str();
-}
 
 /// A path in the orientation data moves: as packed for allgather, reversed
 /// for reduce-scatter (out-trees of the reversed graph are in-trees).
@@ -154,8 +142,6 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
 }
 
 llvm::Error runTrees(const TreesOptions &opts) {
-  if (auto err = checkFormat(opts.format))
-    return err;
   if (opts.collective != "allgather" && opts.collective != "reducescatter" &&
       opts.collective != "allreduce")
     return makeUserError("unknown --collective '" + opts.collective +
@@ -178,17 +164,12 @@ llvm::Error runTrees(const TreesOptions &opts) {
                            "' (expected 1 to 1000 or auto)");
     fo.treesPerRoot = k;
   }
-  auto capacity = analysis::parseCapacityKind(opts.capacity);
-  if (!capacity)
-    return capacity.takeError();
-  analysis::CapacityKind kind = *capacity;
-  auto bytes = analysis::parseMessageSize(opts.size);
-  if (!bytes)
-    return bytes.takeError();
-  auto topo = loadTopology(opts.file, opts.scenario);
-  if (!topo)
-    return topo.takeError();
-  const topo::Topology &t = *topo;
+  auto input = loadGraphInput(opts);
+  if (!input)
+    return input.takeError();
+  const topo::Topology &t = input->topology;
+  const analysis::CapacityKind kind = input->capacity;
+  const double bytes = input->bytes;
   auto g = analysis::buildBoundGraph(t, kind);
   if (!g)
     return g.takeError();
@@ -223,7 +204,7 @@ llvm::Error runTrees(const TreesOptions &opts) {
     perByte += f.u.value() / f.k * 1e-9 / n;
     boundPerByte += f.bound.lambda.value() * 1e-9 / n;
   }
-  double time = *bytes * perByte, boundTime = *bytes * boundPerByte;
+  double time = bytes * perByte, boundTime = bytes * boundPerByte;
   double busFactor = opts.collective == "allreduce" ? 2.0 * (n - 1) / n
                                                     : (n - 1.0) / n;
 
@@ -239,14 +220,14 @@ llvm::Error runTrees(const TreesOptions &opts) {
         {"scenario", opts.scenario},
         {"collective", opts.collective},
         {"ranks", n},
-        {"bytes", *bytes},
+        {"bytes", bytes},
         {"predicted",
          llvm::json::Object{{"time_s", time},
-                            {"algbw", *bytes / time},
-                            {"busbw", *bytes / time * busFactor}}},
+                            {"algbw", bytes / time},
+                            {"busbw", bytes / time * busFactor}}},
         {"bound", llvm::json::Object{{"time_s", boundTime},
-                                     {"algbw", *bytes / boundTime},
-                                     {"busbw", *bytes / boundTime * busFactor}}},
+                                     {"algbw", bytes / boundTime},
+                                     {"busbw", bytes / boundTime * busFactor}}},
         {"forests", std::move(fj)}};
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
   } else {
@@ -257,10 +238,10 @@ llvm::Error runTrees(const TreesOptions &opts) {
     os << llvm::formatv(
         "predicted: time {0}  algbw {1:F2} GB/s  busbw {2:F2} GB/s  ({3:F2}% "
         "of the bound: algbw {4:F2} GB/s)\n",
-        timeText(time), *bytes / time / 1e9, *bytes / time * busFactor / 1e9,
-        100 * boundTime / time, *bytes / boundTime / 1e9);
+        timeText(time), bytes / time / 1e9, bytes / time * busFactor / 1e9,
+        100 * boundTime / time, bytes / boundTime / 1e9);
     for (auto &[phase, f] : forests)
-      printForest(os, t, f, phase, *bytes);
+      printForest(os, t, f, phase, bytes);
   }
   os.flush();
   return writeOutputFile("-", out);
@@ -271,7 +252,7 @@ void registerTreesCommand(CLI::App &app) {
   CLI::App *cmd = app.add_subcommand(
       "trees", "ForestColl spanning trees: k trees per root through switches, "
                "predicted throughput vs the exact bound");
-  cmd->add_option("topology", opts->file, "Topology YAML file")->required();
+  addGraphOptions(cmd, *opts);
   cmd->add_option("--collective", opts->collective,
                   "allgather, reducescatter or allreduce")
       ->capture_default_str();
@@ -282,16 +263,6 @@ void registerTreesCommand(CLI::App &app) {
   cmd->add_option("--policy", opts->policy,
                   "Switch splitting: proposal (fast, spread fallback), spread "
                   "(shallow trees) or greedy")
-      ->capture_default_str();
-  cmd->add_option("--size", opts->size,
-                  "Message size M (K/M/G are powers of 1024)")
-      ->capture_default_str();
-  cmd->add_option("--scenario", opts->scenario,
-                  "Apply this named scenario first");
-  cmd->add_option("--capacity", opts->capacity,
-                  "Link capacities: raw (line rate) or effective")
-      ->capture_default_str();
-  cmd->add_option("--format", opts->format, "Output format: text or json")
       ->capture_default_str();
   cmd->add_flag("--time-stages", opts->timeStages,
                 "Print each stage's wall time to stderr");

@@ -8,6 +8,7 @@
 
 #include "compiler/analysis/Bound.h"
 #include "compiler/topology/TopologyParser.h"
+#include "tests/support/BoundGraphs.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
@@ -20,6 +21,7 @@
 
 using namespace topocc;
 using namespace topocc::analysis;
+using namespace topocc::testgraphs;
 
 namespace {
 
@@ -57,86 +59,6 @@ DirectionalBound dinkelbachOk(const BoundGraph &g, bool reversed) {
 }
 
 /// A GPU-only mesh: arc i->j and j->i of `perLink` GB/s times m[i][j].
-BoundGraph meshGraph(const std::vector<std::vector<int>> &m, int perLink) {
-  BoundGraph g;
-  g.numVertices = static_cast<int>(m.size());
-  for (int i = 0; i < g.numVertices; ++i) {
-    g.compute.push_back(i);
-    for (int j = 0; j < g.numVertices; ++j)
-      if (m[i][j])
-        g.arcs.push_back({i, j, static_cast<int64_t>(perLink) * m[i][j], -1,
-                          0});
-  }
-  return g;
-}
-
-const std::vector<std::vector<int>> kMi250 = {
-    {0, 4, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-    {4, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
-    {0, 0, 0, 4, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0},
-    {0, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0},
-    {2, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 1, 0, 0, 4, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 1, 0, 1, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0},
-    {0, 1, 1, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0},
-    {0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1, 0},
-    {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2},
-    {0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 1, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4, 0, 1, 1},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 4},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 4, 0}};
-
-const std::vector<std::vector<int>> kDgx1 = {
-    {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
-    {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
-    {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
-    {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
-
-void addLink(BoundGraph &g, int a, int b, int64_t gbps) {
-  g.arcs.push_back({a, b, gbps, -1, 0});
-  g.arcs.push_back({b, a, gbps, -1, 1});
-}
-
-/// FORESTCOLL.md 7.1 "DGX-A100 x n (ForestColl model)", exactly: per box 8
-/// GPUs and an NVSwitch at 300 GB/s; for n >= 2 a NIC per GPU (25 GB/s) and
-/// NIC i <-> global IB switch i mod 2 (25 GB/s). Capacities in GB/s.
-BoundGraph forestCollDgx(int n) {
-  BoundGraph g;
-  const int per = n >= 2 ? 17 : 9;
-  g.numVertices = per * n + (n >= 2 ? 2 : 0);
-  for (int b = 0; b < n; ++b)
-    for (int i = 0; i < 8; ++i) {
-      int gpu = per * b + i;
-      g.compute.push_back(gpu);
-      addLink(g, gpu, per * b + 8, 300);
-      if (n >= 2) {
-        int nic = per * b + 9 + i;
-        addLink(g, gpu, nic, 25);
-        addLink(g, nic, per * n + i % 2, 25);
-      }
-    }
-  return g;
-}
-
-/// FORESTCOLL.md 7.1 "MI250 x n": 16 GCDs per box, arc i->j = 50 L[i][j];
-/// for n >= 2 every GCD <-> one global IB switch at 16 GB/s.
-BoundGraph forestCollMi250(int n) {
-  BoundGraph g;
-  g.numVertices = 16 * n + (n >= 2 ? 1 : 0);
-  for (int b = 0; b < n; ++b)
-    for (int i = 0; i < 16; ++i) {
-      g.compute.push_back(16 * b + i);
-      for (int j = i + 1; j < 16; ++j)
-        if (kMi250[i][j])
-          addLink(g, 16 * b + i, 16 * b + j, 50 * kMi250[i][j]);
-      if (n >= 2)
-        addLink(g, 16 * b + i, 16 * n, 16);
-    }
-  return g;
-}
-
 /// The argmax cut really has the ratio lambda*.
 void expectCutMatches(const BoundGraph &g, const DirectionalBound &b) {
   ASSERT_GT(b.cut.capacity, 0);
@@ -373,33 +295,14 @@ TEST(BoundTest, RandomMeshesMatchBruteForce) {
     std::uniform_int_distribution<int> nd(2, 10);
     int n = nd(rng);
     int sw = std::uniform_int_distribution<int>(0, 14 - n)(rng);
-    int v = n + sw;
-    BoundGraph g;
-    g.numVertices = v;
-    // Compute vertices at random positions among the vertex ids.
-    std::vector<int> ids(v);
-    for (int i = 0; i < v; ++i)
-      ids[i] = i;
-    std::shuffle(ids.begin(), ids.end(), rng);
-    g.compute.assign(ids.begin(), ids.begin() + n);
-    std::uniform_int_distribution<int> bw(1, 12);
-    auto addLink = [&](int a, int b) {
-      int fwd = bw(rng);
-      int rev = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? bw(rng)
-                                                                   : fwd;
-      g.arcs.push_back({a, b, fwd, -1, 0});
-      g.arcs.push_back({b, a, rev, -1, 1});
-    };
-    // A random spanning tree keeps everything strongly connected.
-    for (int i = 1; i < v; ++i)
-      addLink(ids[i], ids[std::uniform_int_distribution<int>(0, i - 1)(rng)]);
-    int extra = std::uniform_int_distribution<int>(0, 2 * v)(rng);
-    for (int e = 0; e < extra; ++e) {
-      int a = std::uniform_int_distribution<int>(0, v - 1)(rng);
-      int b = std::uniform_int_distribution<int>(0, v - 1)(rng);
-      if (a != b)
-        addLink(a, b);
-    }
+    RandomMeshOptions o;
+    o.gpus = n;
+    o.switches = sw;
+    o.maxBw = 12;
+    o.asymmetry = RandomMeshOptions::Asymmetry::Quarter;
+    o.shuffleIds = true;
+    o.extraFactor = 2;
+    BoundGraph g = randomMesh(rng, o);
     for (bool rev : {false, true}) {
       SCOPED_TRACE(testing::Message() << "iteration " << iter << " n " << n
                                       << " switches " << sw << " rev " << rev);

@@ -6,86 +6,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/algorithms/ForestColl.h"
+#include "tests/support/BoundGraphs.h"
 
 #include "gtest/gtest.h"
 
 using namespace topocc;
 using namespace topocc::analysis;
 using namespace topocc::algorithms;
+using namespace topocc::testgraphs;
 
 namespace {
 
-void addLink(BoundGraph &g, int a, int b, int64_t gbps) {
-  g.arcs.push_back({a, b, gbps, -1, 0});
-  g.arcs.push_back({b, a, gbps, -1, 1});
-}
-
-BoundGraph forestCollDgx(int n) {
-  BoundGraph g;
-  const int per = n >= 2 ? 17 : 9;
-  g.numVertices = per * n + (n >= 2 ? 2 : 0);
-  for (int b = 0; b < n; ++b)
-    for (int i = 0; i < 8; ++i) {
-      int gpu = per * b + i;
-      g.compute.push_back(gpu);
-      addLink(g, gpu, per * b + 8, 300);
-      if (n >= 2) {
-        int nic = per * b + 9 + i;
-        addLink(g, gpu, nic, 25);
-        addLink(g, nic, per * n + i % 2, 25);
-      }
-    }
-  return g;
-}
-
-const std::vector<std::vector<int>> kMi250 = {
-    {0, 4, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-    {4, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
-    {0, 0, 0, 4, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0},
-    {0, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0},
-    {2, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 1, 0, 0, 4, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 1, 0, 1, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0},
-    {0, 1, 1, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0},
-    {0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1, 0},
-    {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2},
-    {0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 1, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4, 0, 1, 1},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 4},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 4, 0}};
-
-BoundGraph forestCollMi250(int n) {
-  BoundGraph g;
-  g.numVertices = 16 * n + (n >= 2 ? 1 : 0);
-  for (int b = 0; b < n; ++b)
-    for (int i = 0; i < 16; ++i) {
-      g.compute.push_back(16 * b + i);
-      for (int j = i + 1; j < 16; ++j)
-        if (kMi250[i][j])
-          addLink(g, 16 * b + i, 16 * b + j, 50 * kMi250[i][j]);
-      if (n >= 2)
-        addLink(g, 16 * b + i, 16 * n, 16);
-    }
-  return g;
-}
-
-BoundGraph dgx1() {
-  const int d[8][8] = {{0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
-                       {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
-                       {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
-                       {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
-  BoundGraph g;
-  g.numVertices = 8;
-  for (int i = 0; i < 8; ++i) {
-    g.compute.push_back(i);
-    for (int j = i + 1; j < 8; ++j)
-      if (d[i][j])
-        addLink(g, i, j, 25 * d[i][j]);
-  }
-  return g;
-}
+/// DGX-1 (NDv2), FORESTCOLL.md 7.1.
+BoundGraph dgx1() { return meshGraph(kDgx1, 25); }
 
 } // namespace
 

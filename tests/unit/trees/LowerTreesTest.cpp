@@ -23,6 +23,7 @@
 #include "compiler/passes/SplitChannels.h"
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
+#include "tests/support/BoundGraphs.h"
 #include "tests/unit/passes/ErrorText.h"
 
 #include "gtest/gtest.h"
@@ -295,37 +296,6 @@ TEST(LowerTreesTest, Errors) {
             "--chunks or --trees-per-root with a smaller K");
 }
 
-void addLink(analysis::BoundGraph &g, int a, int b, int64_t ab, int64_t ba) {
-  g.arcs.push_back({a, b, ab, -1, 0});
-  g.arcs.push_back({b, a, ba, -1, 1});
-}
-
-/// A random connected mesh: `n` GPUs (vertices 0..n-1) and `sw` switches,
-/// a random spanning tree plus extra links, integer bandwidths 1..5; with
-/// `asym`, links between two GPUs get independent bandwidths per direction
-/// (switches keep in = out).
-analysis::BoundGraph randomMesh(std::mt19937 &rng, int n, int sw, bool asym) {
-  analysis::BoundGraph g;
-  g.numVertices = n + sw;
-  for (int i = 0; i < n; ++i)
-    g.compute.push_back(i);
-  std::uniform_int_distribution<int> bw(1, 5);
-  auto link = [&](int a, int b) {
-    int64_t x = bw(rng);
-    addLink(g, a, b, x, asym && a < n && b < n ? bw(rng) : x);
-  };
-  for (int i = 1; i < g.numVertices; ++i)
-    link(i, std::uniform_int_distribution<int>(0, i - 1)(rng));
-  int extra = std::uniform_int_distribution<int>(0, g.numVertices)(rng);
-  for (int e = 0; e < extra; ++e) {
-    int a = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
-    int b = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
-    if (a != b)
-      link(a, b);
-  }
-  return g;
-}
-
 // Issue 4: every lowered and fully compiled schedule of ForestColl trees on
 // random topologies verifies (structure, deadlock, races, semantics) for AG,
 // RS and AR, and its MSCCL XML passes the conformance checker.
@@ -336,7 +306,12 @@ TEST(LowerTreesTest, RandomTopologiesVerify) {
     int n = std::uniform_int_distribution<int>(2, 9)(rng);
     int sw = std::uniform_int_distribution<int>(0, 3)(rng);
     bool asym = iter % 3 == 2;
-    analysis::BoundGraph g = randomMesh(rng, n, sw, asym);
+    testgraphs::RandomMeshOptions ro;
+    ro.gpus = n;
+    ro.switches = sw;
+    if (asym)
+      ro.asymmetry = testgraphs::RandomMeshOptions::Asymmetry::GpuLinks;
+    analysis::BoundGraph g = testgraphs::randomMesh(rng, ro);
     algorithms::ForestOptions fo;
     fo.treesPerRoot = iter % 2 ? 1 : 0; // fixed k = 1, or the optimum
     fo.reversed = false;

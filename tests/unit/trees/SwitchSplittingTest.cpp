@@ -8,40 +8,20 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/algorithms/SwitchSplitting.h"
+#include "tests/support/BoundGraphs.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <map>
 #include <random>
 
 using namespace topocc;
 using namespace topocc::analysis;
 using namespace topocc::algorithms;
+using namespace topocc::testgraphs;
 
 namespace {
-
-void addLink(BoundGraph &g, int a, int b, int64_t gbps) {
-  g.arcs.push_back({a, b, gbps, -1, 0});
-  g.arcs.push_back({b, a, gbps, -1, 1});
-}
-
-/// FORESTCOLL.md 7.1 DGX-A100 x n (ForestColl model), capacities in GB/s.
-BoundGraph forestCollDgx(int n) {
-  BoundGraph g;
-  const int per = n >= 2 ? 17 : 9;
-  g.numVertices = per * n + (n >= 2 ? 2 : 0);
-  for (int b = 0; b < n; ++b)
-    for (int i = 0; i < 8; ++i) {
-      int gpu = per * b + i;
-      g.compute.push_back(gpu);
-      addLink(g, gpu, per * b + 8, 300);
-      if (n >= 2) {
-        int nic = per * b + 9 + i;
-        addLink(g, gpu, nic, 25);
-        addLink(g, nic, per * n + i % 2, 25);
-      }
-    }
-  return g;
-}
 
 std::vector<int64_t> unitsOf(const BoundGraph &g, const DirectionalBound &d) {
   std::vector<int64_t> u;
@@ -154,6 +134,67 @@ TEST(SwitchSplittingTest, TwoDgxAtOptimum) {
   EXPECT_LE(cross, 16 * 15);
 }
 
+// 8 x DGX-A100 (64 GPUs, 74 switches and NICs) at k = 1: the proposal
+// policy splits everything in one bulk batch, checked once (64 max-flows on
+// entry, 64 for the batch, none at the end). The IB switches never pair two
+// GPUs of one box (each box's cut is tight: 56 units in, 56 needed), and
+// every GPU spreads its 7 IB units over 7 other boxes, one each.
+TEST(SwitchSplittingTest, EightDgxBulkProposal) {
+  const int boxes = 8, per = 17;
+  BoundGraph g = forestCollDgx(boxes);
+  auto d = dinkelbachBound(g, false);
+  ASSERT_TRUE(static_cast<bool>(d));
+  ASSERT_EQ(d->k, 1);
+  SwitchSplitResult r =
+      splitOk(g, false, d->k, unitsOf(g, *d), SplitPolicy::Proposal);
+  EXPECT_EQ(r.proposalsKept, boxes * 9 + 2);
+  EXPECT_EQ(r.proposalsRejected, 0);
+  EXPECT_EQ(r.maxFlows, 2 * 8 * boxes);
+  expectValid(g, r);
+  const int ib0 = per * boxes, ib1 = ib0 + 1;
+  std::map<int, std::set<int>> boxesReached;
+  int64_t viaIb = 0;
+  for (auto &[key, list] : r.viaSwitch)
+    for (const SplitContribution &c : list)
+      if (c.via == ib0 || c.via == ib1) {
+        if (g.compute.end() ==
+                std::find(g.compute.begin(), g.compute.end(), key.first) ||
+            g.compute.end() ==
+                std::find(g.compute.begin(), g.compute.end(), key.second))
+          continue; // an ib0 <-> ib1 leg, expanded again at ib1
+        EXPECT_NE(key.first / per, key.second / per)
+            << key.first << " -> " << key.second << " via " << c.via;
+        EXPECT_EQ(c.amount, 1);
+        boxesReached[key.first].insert(key.second / per);
+        viaIb += c.amount;
+      }
+  EXPECT_EQ(viaIb, 64 * 7);
+  for (auto &[gpu, reached] : boxesReached)
+    EXPECT_EQ(reached.size(), 7u) << gpu;
+}
+
+// A switch with two neighbours and equal capacities through it (a NIC, a
+// PCIe hop) splits exactly, without a max-flow: every path through it has
+// one way on. GPU 0 -- a -- b -- GPU 1: only the entry check (2 flows).
+TEST(SwitchSplittingTest, PathSwitchesSplitWithoutMaxFlows) {
+  BoundGraph g;
+  g.numVertices = 4;
+  g.compute = {0, 1};
+  addLink(g, 0, 2, 3);
+  addLink(g, 2, 3, 3);
+  addLink(g, 3, 1, 3);
+  auto d = dinkelbachBound(g, false);
+  ASSERT_TRUE(static_cast<bool>(d));
+  SwitchSplitResult r =
+      splitOk(g, false, d->k, unitsOf(g, *d), SplitPolicy::Proposal);
+  EXPECT_EQ(r.maxFlows, 2);
+  EXPECT_EQ(r.proposalsKept, 2);
+  ASSERT_EQ(r.arcs.size(), 2u);
+  EXPECT_EQ(r.arcs[0].from, 0);
+  EXPECT_EQ(r.arcs[0].to, 1);
+  expectValid(g, r);
+}
+
 // Switches whose in- and out-capacity differ cannot be isolated.
 TEST(SwitchSplittingTest, UnbalancedSwitchIsReported) {
   BoundGraph g;
@@ -188,20 +229,11 @@ TEST(SwitchSplittingTest, RandomMeshesWithSwitches) {
   for (int iter = 0; iter < 25; ++iter) {
     int n = std::uniform_int_distribution<int>(2, 7)(rng);
     int sw = std::uniform_int_distribution<int>(1, 4)(rng);
-    BoundGraph g;
-    g.numVertices = n + sw;
-    for (int i = 0; i < n; ++i)
-      g.compute.push_back(i);
-    std::uniform_int_distribution<int> bw(1, 6);
-    for (int i = 1; i < g.numVertices; ++i)
-      addLink(g, i, std::uniform_int_distribution<int>(0, i - 1)(rng), bw(rng));
-    int extra = std::uniform_int_distribution<int>(0, g.numVertices)(rng);
-    for (int e = 0; e < extra; ++e) {
-      int a = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
-      int b = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
-      if (a != b)
-        addLink(g, a, b, bw(rng));
-    }
+    RandomMeshOptions o;
+    o.gpus = n;
+    o.switches = sw;
+    o.maxBw = 6;
+    BoundGraph g = randomMesh(rng, o);
     for (bool rev : {false, true}) {
       auto d = dinkelbachBound(g, rev);
       ASSERT_TRUE(static_cast<bool>(d)) << llvm::toString(d.takeError());

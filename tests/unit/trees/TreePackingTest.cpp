@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/algorithms/TreePacking.h"
+#include "tests/support/BoundGraphs.h"
 
 #include "gtest/gtest.h"
 
@@ -16,29 +17,10 @@
 using namespace topocc;
 using namespace topocc::analysis;
 using namespace topocc::algorithms;
+using namespace topocc::testgraphs;
 
 namespace {
 
-void addLink(BoundGraph &g, int a, int b, int64_t gbps) {
-  g.arcs.push_back({a, b, gbps, -1, 0});
-  g.arcs.push_back({b, a, gbps, -1, 1});
-}
-
-BoundGraph oneDgx() {
-  BoundGraph g;
-  g.numVertices = 9;
-  for (int i = 0; i < 8; ++i) {
-    g.compute.push_back(i);
-    addLink(g, i, 8, 300);
-  }
-  return g;
-}
-
-const std::vector<std::vector<int>> kDgx1 = {
-    {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
-    {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
-    {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
-    {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
 
 struct Packed {
   DirectionalBound bound;
@@ -157,21 +139,10 @@ TEST(TreePackingTest, RandomMeshesWithSwitches) {
   for (int iter = 0; iter < 20; ++iter) {
     int n = std::uniform_int_distribution<int>(2, 7)(rng);
     int sw = std::uniform_int_distribution<int>(0, 3)(rng);
-    BoundGraph g;
-    g.numVertices = n + sw;
-    for (int i = 0; i < n; ++i)
-      g.compute.push_back(i);
-    std::uniform_int_distribution<int> bw(1, 5);
-    for (int i = 1; i < g.numVertices; ++i)
-      addLink(g, i, std::uniform_int_distribution<int>(0, i - 1)(rng),
-              bw(rng));
-    int extra = std::uniform_int_distribution<int>(0, g.numVertices)(rng);
-    for (int e = 0; e < extra; ++e) {
-      int a = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
-      int b = std::uniform_int_distribution<int>(0, g.numVertices - 1)(rng);
-      if (a != b)
-        addLink(g, a, b, bw(rng));
-    }
+    RandomMeshOptions o;
+    o.gpus = n;
+    o.switches = sw;
+    BoundGraph g = randomMesh(rng, o);
     for (bool rev : {false, true})
       for (SplitPolicy pol : {SplitPolicy::Greedy, SplitPolicy::Spread,
                               SplitPolicy::Proposal}) {

@@ -1,0 +1,177 @@
+//===- tests/support/BoundGraphs.h - Graphs for bound and tree tests -*- C++
+//-*-===//
+//
+// The hand-built bound graphs shared by tests/unit/bound and tests/unit/trees
+// (before, each test file carried its own near copy): the FORESTCOLL.md 7.1
+// reference models (DGX-A100 x n, MI250 x n, DGX-1) and the random meshes of
+// the property tests. Header-only; tests/support is not a unit-test folder
+// (tests/CMakeLists.txt makes a binary of every folder of tests/unit only).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_TESTS_SUPPORT_BOUNDGRAPHS_H
+#define TOPOCC_TESTS_SUPPORT_BOUNDGRAPHS_H
+
+#include "compiler/analysis/Bound.h"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace topocc::testgraphs {
+
+/// Both directions of a link a -- b: ab units a -> b, ba units b -> a.
+inline void addLink(analysis::BoundGraph &g, int a, int b, int64_t ab,
+                    int64_t ba) {
+  g.arcs.push_back({a, b, ab, -1, 0});
+  g.arcs.push_back({b, a, ba, -1, 1});
+}
+/// A symmetric link (capacities in GB/s for the reference models).
+inline void addLink(analysis::BoundGraph &g, int a, int b, int64_t gbps) {
+  addLink(g, a, b, gbps, gbps);
+}
+
+/// FORESTCOLL.md 7.1 "DGX-A100 x n (ForestColl model)", exactly: per box 8
+/// GPUs and an NVSwitch at 300 GB/s; for n >= 2 a NIC per GPU (25 GB/s) and
+/// NIC i <-> global IB switch i mod 2 (25 GB/s). Box b: GPUs per*b .. +7,
+/// its NVSwitch per*b + 8, NICs per*b + 9 ..; the IB switches last.
+inline analysis::BoundGraph forestCollDgx(int n) {
+  analysis::BoundGraph g;
+  const int per = n >= 2 ? 17 : 9;
+  g.numVertices = per * n + (n >= 2 ? 2 : 0);
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < 8; ++i) {
+      int gpu = per * b + i;
+      g.compute.push_back(gpu);
+      addLink(g, gpu, per * b + 8, 300);
+      if (n >= 2) {
+        int nic = per * b + 9 + i;
+        addLink(g, gpu, nic, 25);
+        addLink(g, nic, per * n + i % 2, 25);
+      }
+    }
+  return g;
+}
+
+/// One DGX-A100 box: GPUs 0..7 on NVSwitch 8 at 300 GB/s.
+inline analysis::BoundGraph oneDgx() { return forestCollDgx(1); }
+
+/// FORESTCOLL.md 7.1 MI250 link matrix (x 50 GB/s per link).
+inline const std::vector<std::vector<int>> kMi250 = {
+    {0, 4, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+    {4, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
+    {0, 0, 0, 4, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0},
+    {0, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0},
+    {2, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 1, 0, 0, 4, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 1, 0, 1, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 2, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 2, 0, 0, 0},
+    {0, 1, 1, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0},
+    {0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 1, 0},
+    {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 2},
+    {0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 1, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4, 0, 1, 1},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 4},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 4, 0}};
+
+/// FORESTCOLL.md 7.1 DGX-1 (NDv2) NVLink matrix (x 25 GB/s per link).
+inline const std::vector<std::vector<int>> kDgx1 = {
+    {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
+    {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
+    {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
+    {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
+
+/// A pure GPU mesh: arc i -> j of perLink x m[i][j] (vertices are ranks).
+inline analysis::BoundGraph meshGraph(const std::vector<std::vector<int>> &m,
+                                      int perLink) {
+  analysis::BoundGraph g;
+  g.numVertices = static_cast<int>(m.size());
+  for (int i = 0; i < g.numVertices; ++i) {
+    g.compute.push_back(i);
+    for (int j = 0; j < g.numVertices; ++j)
+      if (m[i][j])
+        g.arcs.push_back(
+            {i, j, static_cast<int64_t>(perLink) * m[i][j], -1, 0});
+  }
+  return g;
+}
+
+/// FORESTCOLL.md 7.1 "MI250 x n": 16 GCDs per box, arc i->j = 50 L[i][j];
+/// for n >= 2 every GCD <-> one global IB switch at 16 GB/s.
+inline analysis::BoundGraph forestCollMi250(int n) {
+  analysis::BoundGraph g;
+  g.numVertices = 16 * n + (n >= 2 ? 1 : 0);
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < 16; ++i) {
+      g.compute.push_back(16 * b + i);
+      for (int j = i + 1; j < 16; ++j)
+        if (kMi250[i][j])
+          addLink(g, 16 * b + i, 16 * b + j, 50 * kMi250[i][j]);
+      if (n >= 2)
+        addLink(g, 16 * b + i, 16 * n, 16);
+    }
+  return g;
+}
+
+/// How randomMesh draws a graph.
+struct RandomMeshOptions {
+  int gpus = 2, switches = 0;
+  int minBw = 1, maxBw = 5; ///< integer capacity per direction
+  enum class Asymmetry {
+    None,     ///< every link the same both ways
+    GpuLinks, ///< GPU -- GPU links independent per direction (switches
+              ///< keep in = out, as switch splitting needs)
+    Quarter,  ///< any link, with probability 1/4
+  } asymmetry = Asymmetry::None;
+  /// Compute vertices at random vertex ids (else 0 .. gpus-1).
+  bool shuffleIds = false;
+  /// Extra links: uniform in [0, extraFactor x vertices].
+  int extraFactor = 1;
+};
+
+/// A random strongly connected mesh: a random spanning tree plus extra
+/// links (the property tests of the bound, splitting, packing and
+/// lowering). Every draw is sequenced, so a seed gives the same graph on
+/// every compiler.
+inline analysis::BoundGraph randomMesh(std::mt19937 &rng,
+                                       const RandomMeshOptions &o) {
+  analysis::BoundGraph g;
+  const int v = o.gpus + o.switches;
+  g.numVertices = v;
+  std::vector<int> ids(v);
+  for (int i = 0; i < v; ++i)
+    ids[i] = i;
+  if (o.shuffleIds)
+    std::shuffle(ids.begin(), ids.end(), rng);
+  g.compute.assign(ids.begin(), ids.begin() + o.gpus);
+  std::vector<char> isGpu(v, 0);
+  for (int c : g.compute)
+    isGpu[c] = 1;
+  std::uniform_int_distribution<int> bw(o.minBw, o.maxBw);
+  auto link = [&](int a, int b) {
+    int64_t fwd = bw(rng), rev = fwd;
+    using A = RandomMeshOptions::Asymmetry;
+    if (o.asymmetry == A::GpuLinks && isGpu[a] && isGpu[b])
+      rev = bw(rng);
+    else if (o.asymmetry == A::Quarter &&
+             std::uniform_int_distribution<int>(0, 3)(rng) == 0)
+      rev = bw(rng);
+    addLink(g, a, b, fwd, rev);
+  };
+  for (int i = 1; i < v; ++i) {
+    int parent = std::uniform_int_distribution<int>(0, i - 1)(rng);
+    link(ids[i], ids[parent]);
+  }
+  int extra = std::uniform_int_distribution<int>(0, o.extraFactor * v)(rng);
+  for (int e = 0; e < extra; ++e) {
+    int a = std::uniform_int_distribution<int>(0, v - 1)(rng);
+    int b = std::uniform_int_distribution<int>(0, v - 1)(rng);
+    if (a != b)
+      link(a, b);
+  }
+  return g;
+}
+
+} // namespace topocc::testgraphs
+
+#endif // TOPOCC_TESTS_SUPPORT_BOUNDGRAPHS_H
