@@ -200,6 +200,8 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
   os << "  \"algorithm\": " << quoted(meta.algorithm) << ",\n";
   if (meta.errorBound > 0)
     os << "  \"errorBound\": " << json::Value(meta.errorBound) << ",\n";
+  if (meta.roundoffGain > 0)
+    os << "  \"roundoffGain\": " << json::Value(meta.roundoffGain) << ",\n";
   os << "  \"name\": " << quoted(s.name) << ",\n";
   os << "  \"collective\": " << quoted(ir::collectiveName(s.collective))
      << ",\n";
@@ -559,7 +561,7 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
     return rd.takeError();
   rd.noUnknownKeys(*top, "$",
                    {"format", "version", "generator", "topology", "algorithm",
-                    "errorBound", "name", "collective", "inplace", "root", "dtypes", "redop",
+                    "errorBound", "roundoffGain", "name", "collective", "inplace", "root", "dtypes", "redop",
                     "chunking", "stage", "ranks", "chunksPerLoop", "channels",
                     "messages", "contentHash", "programs"});
 
@@ -587,6 +589,13 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
                                "exact plan)");
     else if (e)
       plan.meta.errorBound = *e;
+  }
+  if (top->get("roundoffGain")) {
+    std::optional<double> g = rd.number(*top, "$", "roundoffGain");
+    if (g && !(*g >= 0 && std::isfinite(*g)))
+      rd.error("$.roundoffGain", "expected a non-negative number");
+    else if (g)
+      plan.meta.roundoffGain = *g;
   }
   if (auto n = rd.string(*top, "$", "name"))
     s.name = n->str();

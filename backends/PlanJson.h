@@ -37,6 +37,12 @@ struct PlanMeta {
   /// which bounds every output coefficient's deviation from the exact
   /// collective; 0 for exact plans (the full postcondition is checked).
   double errorBound = 0;
+  /// Coded plans: how much the code amplifies rounding (the encoders'
+  /// largest condition number times the rounds). errorBound holds in exact
+  /// arithmetic; run in a dtype with unit roundoff u, the measured relative
+  /// error stays within errorBound + u * roundoffGain
+  /// (runtime::valueErrorBound). 0 for exact plans.
+  double roundoffGain = 0;
 };
 
 /// The check every plan goes through when written, loaded or run: the full

@@ -9,9 +9,9 @@
 
 namespace topocc::backends {
 
-std::string writeChromeTrace(const analysis::SimResult &r,
-                             llvm::ArrayRef<std::string> resourceNames,
-                             llvm::StringRef title) {
+void writeChromeTrace(llvm::raw_ostream &os, const analysis::SimResult &r,
+                      llvm::ArrayRef<std::string> resourceNames,
+                      llvm::StringRef title) {
   llvm::json::Array events;
   events.push_back(llvm::json::Object{{"ph", "M"},
                                       {"name", "process_name"},
@@ -46,10 +46,47 @@ std::string writeChromeTrace(const analysis::SimResult &r,
                                     {"sender", x.sender},
                                     {"receiver", x.receiver},
                                     {"bytes", x.bytes}}}});
+  auto mid = [&](int i) {
+    return (r.transfers[i].start + r.transfers[i].end) / 2 * 1e6;
+  };
+  auto tidOf = [&](int i) { return track[r.transfers[i].resource]; };
+  int64_t id = 0;
+  for (const analysis::SimFlow &f : r.flows) {
+    ++id;
+    llvm::StringRef cat = f.sameMessage ? "hop" : "release";
+    std::string name =
+        llvm::formatv("msg {0} -> msg {1}", r.transfers[f.from].message,
+                      r.transfers[f.to].message)
+            .str();
+    events.push_back(llvm::json::Object{{"ph", "s"},
+                                        {"id", id},
+                                        {"name", name},
+                                        {"cat", cat},
+                                        {"pid", 1},
+                                        {"tid", tidOf(f.from)},
+                                        {"ts", mid(f.from)}});
+    events.push_back(llvm::json::Object{{"ph", "f"},
+                                        {"bp", "e"},
+                                        {"id", id},
+                                        {"name", name},
+                                        {"cat", cat},
+                                        {"pid", 1},
+                                        {"tid", tidOf(f.to)},
+                                        {"ts", mid(f.to)}});
+  }
   llvm::json::Object root{{"traceEvents", std::move(events)},
                           {"displayTimeUnit", "ns"}};
-  return llvm::formatv("{0:1}", llvm::json::Value(std::move(root))).str() +
-         "\n";
+  os << llvm::formatv("{0:1}", llvm::json::Value(std::move(root))) << '\n';
+}
+
+std::string writeChromeTrace(const analysis::SimResult &r,
+                             llvm::ArrayRef<std::string> resourceNames,
+                             llvm::StringRef title) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  writeChromeTrace(os, r, resourceNames, title);
+  os.flush();
+  return out;
 }
 
 } // namespace topocc::backends

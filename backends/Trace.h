@@ -4,7 +4,9 @@
 // recordTransfers) as Chrome trace event JSON, which Perfetto and
 // chrome://tracing open: one track (thread) per directed link used, one
 // complete slice per transfer with message, ranks and bytes in its args,
-// times in microseconds. Stage: output. Pure function; deterministic.
+// times in microseconds, then one flow arrow per dependency between
+// transfers (SimResult::flows). The simulator returns the data; this file
+// only formats it. Stage: output. Deterministic.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_BACKENDS_TRACE_H
@@ -14,13 +16,28 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
 namespace topocc::backends {
 
-/// `resourceNames[res]` names LinkModel resource `res` (the track title).
-/// REQUIRES: every transfer's resource indexes resourceNames.
+/// Writes the trace JSON to `os`: a process named `title`, a thread per
+/// resource used (`resourceNames[res]` names LinkModel resource `res`, the
+/// track title; tracks in resource order from tid 1), a complete ("X")
+/// event per transfer in r.transfers order, and per flow of r.flows a start
+/// ("s") inside its source slice and a finish ("f", binding point "e": the
+/// enclosing slice) inside its target slice, both at the slice's midpoint
+/// (so each binds to exactly that slice), one id per flow from 1, category
+/// "hop" (the next hop of one message) or "release" (a message whose
+/// arrival released the next send).
+/// REQUIRES: every transfer's resource indexes resourceNames; every flow
+/// indexes r.transfers.
+void writeChromeTrace(llvm::raw_ostream &os, const analysis::SimResult &r,
+                      llvm::ArrayRef<std::string> resourceNames,
+                      llvm::StringRef title);
+
+/// The same as a string.
 std::string writeChromeTrace(const analysis::SimResult &r,
                              llvm::ArrayRef<std::string> resourceNames,
                              llvm::StringRef title);

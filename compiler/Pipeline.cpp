@@ -17,6 +17,7 @@
 #include "compiler/passes/Fuse.h"
 #include "compiler/passes/LegalizeDependencies.h"
 #include "compiler/passes/LowerCerar.h"
+#include "compiler/passes/LowerHierCerar.h"
 #include "compiler/passes/LowerHierarchicalRing.h"
 #include "compiler/passes/LowerRing.h"
 #include "compiler/passes/LowerTrees.h"
@@ -179,6 +180,9 @@ struct Lowered {
   /// CERAR: the code the schedule implements (checked again at the end).
   std::optional<cerar::Design> design;
   std::vector<int> cerarRing;
+  /// hier-cerar: the nodes and seams the code runs on (verified with
+  /// cerar::verifyHierCerarSchedule instead of the single-ring check).
+  std::optional<cerar::HierCerarLayout> hierLayout;
 };
 
 /// The ring algorithm: explicit order, rank order, or the ring search's
@@ -446,25 +450,15 @@ llvm::Expected<Lowered> lowerTreesAlgorithm(const TreePlan &plan,
   return out;
 }
 
-/// CERAR's policy and design for the request (--algorithm cerar: forced;
-/// auto: the design is empty when the exact ring wins, with the reason).
-llvm::Expected<cerar::CerarPlan> designCerar(const topo::Topology *t,
-                                             const CompileRequest &req,
-                                             bool force) {
-  if (!t)
-    return makeUserError("--algorithm cerar needs the topology: its "
-                         "parameters follow the ring's bottleneck link");
+/// The request checks and policy options CERAR and hier-cerar share: an
+/// all-reduce, a known wire dtype, a tolerance, positive components.
+llvm::Expected<cerar::PolicyOptions>
+codedPolicyOptions(const CompileRequest &req, llvm::StringRef alg) {
   if (req.collective != ir::Collective::AllReduce)
     return makeUserError(llvm::formatv(
-        "--algorithm cerar is a coded all-reduce; {0} has no CERAR form (use "
+        "--algorithm {0} is a coded all-reduce; {1} has no CERAR form (use "
         "ring or trees)",
-        ir::collectiveName(req.collective)));
-  if (req.channels != 1)
-    return makeUserError("--channels applies to the ring algorithms; CERAR "
-                         "runs on one ring");
-  if (req.chunks != 1)
-    return makeUserError("--chunks applies to the ring and trees algorithms; "
-                         "CERAR's messages are its components (--components)");
+        alg, ir::collectiveName(req.collective)));
   auto wire = cerar::wireDtypeFromName(req.wireDtype);
   if (!wire)
     return makeUserError("unknown --wire-dtype '" + req.wireDtype +
@@ -473,11 +467,33 @@ llvm::Expected<cerar::CerarPlan> designCerar(const topo::Topology *t,
     return makeUserError("--tolerance must be a non-negative number");
   if (req.components < 0)
     return makeUserError("--components must be positive");
+  cerar::PolicyOptions p;
+  p.tolerance = req.tolerance;
+  p.wire = *wire;
+  p.kappaMax = req.kappaMax;
+  return p;
+}
+
+/// CERAR's policy and design for the request (--algorithm cerar: forced;
+/// auto: the design is empty when the exact ring wins, with the reason).
+llvm::Expected<cerar::CerarPlan> designCerar(const topo::Topology *t,
+                                             const CompileRequest &req,
+                                             bool force) {
+  if (!t)
+    return makeUserError("--algorithm cerar needs the topology: its "
+                         "parameters follow the ring's bottleneck link");
+  auto policy = codedPolicyOptions(req, "cerar");
+  if (!policy)
+    return policy.takeError();
+  if (req.channels != 1)
+    return makeUserError("--channels applies to the ring algorithms; CERAR "
+                         "runs on one ring");
+  if (req.chunks != 1)
+    return makeUserError("--chunks applies to the ring and trees algorithms; "
+                         "CERAR's messages are its components (--components)");
   cerar::CerarRequest cr;
   cr.bytes = req.bytes;
-  cr.policy.tolerance = req.tolerance;
-  cr.policy.wire = *wire;
-  cr.policy.kappaMax = req.kappaMax;
+  cr.policy = *policy;
   cr.components = req.components;
   cr.force = force;
   cr.seamOffset = req.seamOffset;
@@ -521,6 +537,142 @@ llvm::Expected<Lowered> lowerCerarAlgorithm(const cerar::CerarPlan &plan,
   return out;
 }
 
+/// A hier-cerar plan: the nodes (topology order; rails in that node order),
+/// the intra-node order of hier-ring, and the policy's code for the rails.
+struct HierCerarPlanned {
+  cerar::HierCerarPlan plan;
+  std::vector<std::vector<ir::RankId>> nodes;
+  std::vector<int32_t> localOrder;
+};
+
+/// Hierarchical CERAR's links, policy and code (--algorithm hier-cerar:
+/// forced; auto: the design is empty when the policy keeps the exact rail
+/// ring, with the reason).
+llvm::Expected<HierCerarPlanned> designHierCerar(const topo::Topology *t,
+                                                 const CompileRequest &req,
+                                                 bool force) {
+  if (!t)
+    return makeUserError("--algorithm hier-cerar needs the topology's nodes");
+  auto policy = codedPolicyOptions(req, "hier-cerar");
+  if (!policy)
+    return policy.takeError();
+  if (!req.ringOrder.empty() || req.rankOrder)
+    return makeUserError("--ring applies to --algorithm ring and cerar, not "
+                         "hier-cerar (its rings are the nodes and rails)");
+  if (req.channels != 1)
+    return makeUserError("--channels applies to the ring algorithms; "
+                         "hier-cerar runs one ring per node and per rail");
+  if (req.chunks != 1)
+    return makeUserError("--chunks applies to the ring and trees algorithms; "
+                         "hier-cerar's messages are its components "
+                         "(--components)");
+  HierCerarPlanned out;
+  out.nodes = nodeRanks(*t);
+  if (out.nodes.size() < 2)
+    return makeUserError(llvm::formatv(
+        "--algorithm hier-cerar needs at least 2 nodes with GPUs, the "
+        "topology has {0}; use --algorithm cerar",
+        out.nodes.size()));
+  for (const std::vector<ir::RankId> &node : out.nodes)
+    if (node.size() != out.nodes[0].size())
+      return makeUserError(llvm::formatv(
+          "--algorithm hier-cerar needs the same number of GPUs on every "
+          "node: {0} and {1}",
+          out.nodes[0].size(), node.size()));
+  out.localOrder = hierLocalOrder(*t, out.nodes[0], req.collective, req.bytes);
+  cerar::HierCerarRequest hr;
+  hr.bytes = req.bytes;
+  hr.policy = *policy;
+  hr.components = req.components;
+  hr.force = force;
+  for (const std::vector<ir::RankId> &node : out.nodes)
+    hr.nodes.emplace_back(node.begin(), node.end());
+  hr.localOrder.assign(out.localOrder.begin(), out.localOrder.end());
+  auto plan = cerar::designHierCerarFor(*t, hr);
+  if (!plan)
+    return plan.takeError();
+  out.plan = std::move(*plan);
+  return out;
+}
+
+/// "4.142 ms".
+std::string msText(double s) {
+  return llvm::formatv("{0:F3} ms", s * 1e3).str();
+}
+
+/// Lowers hierarchical CERAR (compiler/passes/LowerHierCerar.h).
+llvm::Expected<Lowered> lowerHierCerarAlgorithm(const HierCerarPlanned &hp,
+                                                const CompileRequest &req) {
+  const cerar::HierCerarPlan &plan = hp.plan;
+  const cerar::Design &d = *plan.design;
+  passes::HierCerarOptions o;
+  o.design = d;
+  o.numRanks = 0;
+  for (const auto &node : hp.nodes)
+    o.numRanks += static_cast<int32_t>(node.size());
+  o.nodes = hp.nodes;
+  o.localOrder = hp.localOrder;
+  o.seamOffset = req.seamOffset;
+  o.staggerSeams = true;
+  o.inplace = req.inplace;
+  o.name = req.name;
+  auto lowered = passes::lowerHierCerar(o);
+  if (!lowered)
+    return lowered.takeError();
+  Lowered out;
+  out.schedule = std::move(*lowered);
+  const cerar::HierLinks &l = plan.links;
+  std::vector<std::string> order;
+  for (int32_t k : hp.localOrder)
+    order.push_back(std::to_string(k));
+  out.source =
+      llvm::formatv("{0} nodes x {1} GPUs, intra-node order {2}; exact "
+                    "intra-node reduce-scatter and all-gather, CERAR c = {3} "
+                    "on each rail ({4} construction, {5} rounds, seams "
+                    "staggered by rail), worst error operator norm {6:e}",
+                    l.nodes, l.gpusPerNode, llvm::join(order, ","),
+                    d.components, cerar::constructionName(d.construction),
+                    d.rounds, d.worstError)
+          .str();
+  out.explain.push_back(
+      llvm::formatv(
+          "hier-cerar: {0} nodes x {1} GPUs; rail link alpha "
+          "{2:F2} us, B {3:F2} GB/s (N = {0}, S/G = {4} bytes); {5}",
+          l.nodes, l.gpusPerNode, l.rail.alpha * 1e6, l.rail.bandwidth / 1e9,
+          static_cast<int64_t>(req.bytes / l.gpusPerNode),
+          l.gpusPerNode > 1
+              ? llvm::formatv("intra-node alpha {0:F2} us, B "
+                              "{1:F2} GB/s",
+                              l.intra.alpha * 1e6, l.intra.bandwidth / 1e9)
+                    .str()
+              : std::string("no intra-node phases (1 GPU per "
+                            "node)"))
+          .str());
+  out.explain.push_back("hier-cerar: rail policy: " + plan.decision.reason);
+  std::string flat =
+      plan.flatCerar > 0
+          ? llvm::formatv("{0} (c = {1})", msText(plan.flatCerar),
+                          plan.flatComponents)
+                .str()
+          : std::string("- (the policy keeps the ring)");
+  out.explain.push_back(
+      llvm::formatv("hier-cerar: predicted at {0} bytes: ring {1}, hier-ring "
+                    "{2}, cerar {3}, hier-cerar {4} (c = {5}; exact phases "
+                    "{6})",
+                    static_cast<int64_t>(req.bytes), msText(plan.flatRing),
+                    msText(plan.hierRing), flat, msText(plan.hierCerar),
+                    d.components, msText(plan.exactPhases))
+          .str());
+  out.design = d;
+  cerar::HierCerarLayout layout;
+  for (const auto &node : hp.nodes)
+    layout.nodes.emplace_back(node.begin(), node.end());
+  layout.seamOffset = req.seamOffset;
+  layout.staggerSeams = o.staggerSeams;
+  out.hierLayout = std::move(layout);
+  return out;
+}
+
 llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
                                        int32_t numRanks,
                                        const CompileRequest &req,
@@ -552,6 +704,7 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
     }
   };
   const bool multiNode = nodeRanks(*t).size() >= 2;
+  int64_t treesK = req.treesPerRoot; // the trees candidate's k
   for (Algorithm a : {Algorithm::Ring, Algorithm::HierRing, Algorithm::Trees}) {
     llvm::StringRef name = algorithmName(a);
     if (a == Algorithm::HierRing &&
@@ -568,6 +721,20 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       sub.channels = 1;
     PassLogger quiet;
     auto plan = compileOn(t, t->numRanks(), sub, quiet);
+    if (!plan && a == Algorithm::Trees && req.treesPerRoot == 0) {
+      // The optimal k may need more chains than the channels allow: fall
+      // back to one tree per root (the best packing with k = 1).
+      llvm::Error err = plan.takeError();
+      if (err.isA<InternalError>())
+        return err;
+      std::string why = llvm::toString(std::move(err));
+      lines.push_back(("auto: trees with the optimal k not applicable (" +
+                       llvm::StringRef(why).split('\n').first +
+                       "); trying --trees-per-root 1")
+                          .str());
+      sub.treesPerRoot = treesK = 1;
+      plan = compileOn(t, t->numRanks(), sub, quiet);
+    }
     if (!plan) {
       llvm::Error err = plan.takeError();
       // A bug is reported as one, not skipped as "not applicable".
@@ -622,6 +789,45 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       consider("cerar", cost->time, *plan);
     }
   }
+  // Hierarchical CERAR: exact intra-node phases, CERAR on the rails. Only
+  // where it applies (multi-node all-reduce with a tolerance, an output
+  // that carries coded schedules); CERAR.md section 7.
+  if (multiNode && req.tolerance > 0 &&
+      req.collective == ir::Collective::AllReduce && req.allowCoded &&
+      ringTime > 0) {
+    CompileRequest sub = req;
+    sub.channels = 1;
+    sub.chunks = 1;
+    auto hp = designHierCerar(t, sub, /*force=*/false);
+    if (!hp) {
+      llvm::Error err = hp.takeError();
+      if (err.isA<InternalError>())
+        return err;
+      std::string why = llvm::toString(std::move(err));
+      lines.push_back(("auto: hier-cerar not applicable (" +
+                       llvm::StringRef(why).split('\n').first + ")")
+                          .str());
+    } else if (!hp->plan.design) {
+      lines.push_back("auto: hier-cerar not chosen (rail: " +
+                      hp->plan.decision.reason + ")");
+    } else {
+      sub.algorithm = "hier-cerar";
+      sub.components = hp->plan.design->components;
+      PassLogger quiet;
+      auto plan = compileOn(t, t->numRanks(), sub, quiet);
+      if (!plan)
+        return plan.takeError();
+      auto cost = analysis::estimateSchedule(plan->schedule, m, req.bytes);
+      if (!cost)
+        return cost.takeError();
+      lines.push_back(llvm::formatv("auto: hier-cerar c = {0}: the policy "
+                                    "predicts {1:F3}x hier-ring's time",
+                                    hp->plan.design->components,
+                                    hp->plan.hierCerar / hp->plan.hierRing)
+                          .str());
+      consider("hier-cerar", cost->time, *plan);
+    }
+  }
   if (best.empty())
     return makeUserError("--algorithm auto: no algorithm applies:\n" +
                          llvm::join(lines, "\n"));
@@ -637,7 +843,9 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
   win.algorithm = best;
   if (best != "ring" && win.channels == 0)
     win.channels = 1;
-  if (best == "cerar") {
+  if (best == "trees")
+    win.treesPerRoot = treesK;
+  if (best == "cerar" || best == "hier-cerar") {
     win.channels = 1;
     win.chunks = 1;
   }
@@ -692,6 +900,7 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   std::function<llvm::Error()> prepare;
   TreePlan treePlan;
   cerar::CerarPlan cerarPlan;
+  HierCerarPlanned hierCerarPlan;
   switch (alg) {
   case Algorithm::Auto:
     llvm_unreachable("auto is dispatched above");
@@ -709,6 +918,23 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
       return llvm::Error::success();
     };
     lowering = [&] { return lowerCerarAlgorithm(cerarPlan, req); };
+    break;
+  case Algorithm::HierCerar:
+    lowerName = "lower-hier-cerar";
+    // Links of the rails and the nodes, the policy on one rail, the code.
+    prepareName = "design-hier-cerar";
+    prepare = [&]() -> llvm::Error {
+      auto p = designHierCerar(t, req, /*force=*/true);
+      if (!p)
+        return p.takeError();
+      hierCerarPlan = std::move(*p);
+      // Exact codes (c <= M, or any c on 2 nodes) also pass the exact
+      // postcondition; approximate ones the composed-operator check.
+      if (hierCerarPlan.plan.design->construction != cerar::Construction::Exact)
+        vopts.checkSemantics = false;
+      return llvm::Error::success();
+    };
+    lowering = [&] { return lowerHierCerarAlgorithm(hierCerarPlan, req); };
     break;
   case Algorithm::Ring:
     lowerName = "lower-ring";
@@ -776,7 +1002,21 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   CompiledPlan plan;
   // A coded schedule must still implement its code after every pass: each
   // rank's error operator equals the design's (exactness when c <= N).
-  if (info.design) {
+  if (info.design && info.hierLayout) {
+    // Every output coefficient against the composed operator (exact
+    // intra-node phases around the rails' CERAR codes).
+    auto chk =
+        cerar::verifyHierCerarSchedule(s, *info.design, *info.hierLayout);
+    if (!chk)
+      return makeInternalError("the hier-cerar schedule no longer matches "
+                               "its code after the passes (a bug in "
+                               "topocc): " +
+                               llvm::toString(chk.takeError()));
+    plan.coded = true;
+    plan.codedError = info.design->worstError;
+    plan.codedRoundoffGain =
+        info.design->maxCondition * info.design->rounds;
+  } else if (info.design) {
     auto chk = cerar::verifyCerarSchedule(s, *info.design, info.cerarRing,
                                           req.seamOffset);
     if (!chk)
@@ -785,6 +1025,8 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
                                llvm::toString(chk.takeError()));
     plan.coded = true;
     plan.codedError = info.design->worstError;
+    plan.codedRoundoffGain =
+        info.design->maxCondition * info.design->rounds;
   }
   plan.schedule = std::move(s);
   plan.algorithm = algorithmName(alg).str();
@@ -805,6 +1047,7 @@ const std::pair<Algorithm, llvm::StringRef> kAlgorithms[] = {
     {Algorithm::HierRing, "hier-ring"},
     {Algorithm::Trees, "trees"},
     {Algorithm::Cerar, "cerar"},
+    {Algorithm::HierCerar, "hier-cerar"},
     {Algorithm::Auto, "auto"},
 };
 } // namespace

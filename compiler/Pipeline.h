@@ -32,11 +32,12 @@ namespace topocc {
 
 /// The lowerings compile() knows; add one here, to the name table in
 /// Pipeline.cpp (kAlgorithms) and to the switch in compileOn().
-enum class Algorithm { Ring, HierRing, Trees, Cerar, Auto };
+enum class Algorithm { Ring, HierRing, Trees, Cerar, HierCerar, Auto };
 
-/// "ring", "hier-ring", "trees", "cerar", "auto"; user error naming the
-/// known ones otherwise. auto compiles every applicable algorithm and keeps
-/// the one the cost model predicts fastest for the request's size.
+/// "ring", "hier-ring", "trees", "cerar", "hier-cerar", "auto"; user error
+/// naming the known ones otherwise. auto compiles every applicable
+/// algorithm and keeps the one the cost model predicts fastest for the
+/// request's size.
 llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name);
 llvm::StringRef algorithmName(Algorithm a);
 
@@ -70,10 +71,11 @@ struct CompileRequest {
   /// Trees algorithm: spanning trees per root K (the best schedule with
   /// exactly K, FORESTCOLL.md 5.5); 0 means the optimum's k.
   int64_t treesPerRoot = 0;
-  /// CERAR (--algorithm cerar, or auto with a tolerance): components c (0:
-  /// the policy's choice), relative error tolerance (0: exact only), wire
-  /// dtype (fp32, fp16, bf16), condition-number limit (0: none) and the seam
-  /// offset of the ring (--cerar-rotate-seam).
+  /// CERAR (--algorithm cerar or hier-cerar, or auto with a tolerance):
+  /// components c (0: the policy's choice), relative error tolerance (0:
+  /// exact only), wire dtype (fp32, fp16, bf16), condition-number limit (0:
+  /// none) and the seam offset of the ring (--cerar-rotate-seam; hier-cerar
+  /// staggers it: rail l uses seamOffset + l).
   int32_t components = 0;
   double tolerance = 0;
   std::string wireDtype = "fp32";
@@ -116,7 +118,8 @@ private:
 
 struct CompiledPlan {
   ir::Schedule schedule; ///< stage Legalized, verified
-  std::string algorithm; ///< "ring", "hier-ring", "trees" or "cerar"
+  /// "ring", "hier-ring", "trees", "cerar" or "hier-cerar"
+  std::string algorithm;
   /// Ring algorithm: the rings lowered, one per requested channel (before
   /// split-channels), with their NIC hops when the search chose them.
   std::vector<ChannelRing> rings;
@@ -133,6 +136,9 @@ struct CompiledPlan {
   /// operator norm (0 when exact, c <= N).
   bool coded = false;
   double codedError = 0;
+  /// Coded plans: the largest encoder condition number times the rounds,
+  /// how much the code amplifies rounding (backends::PlanMeta).
+  double codedRoundoffGain = 0;
 };
 
 /// Lowers, optimizes, assigns and legalizes; verifies after lowering and at

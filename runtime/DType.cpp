@@ -3,6 +3,7 @@
 #include "runtime/DType.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace topocc::runtime {
@@ -176,6 +177,18 @@ void axpby(void *dst, double a, const void *x, double b, const void *y,
         static_cast<const uint16_t *>(y), n);
     return;
   }
+}
+
+double unitRoundoff(DType t) {
+  switch (t) {
+  case DType::F32:
+    return std::ldexp(1.0, -24);
+  case DType::F16:
+    return std::ldexp(1.0, -11);
+  case DType::BF16:
+    return std::ldexp(1.0, -8);
+  }
+  return 0;
 }
 
 void scaleCopy(void *dst, double a, const void *x, size_t n, DType t) {

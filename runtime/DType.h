@@ -25,6 +25,8 @@ llvm::StringRef dtypeName(DType t);
 /// "bfloat16".
 std::optional<DType> dtypeFromName(llvm::StringRef s);
 size_t dtypeSize(DType t);
+/// Unit roundoff of the type (fp32 2^-24, fp16 2^-11, bf16 2^-8).
+double unitRoundoff(DType t);
 
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);

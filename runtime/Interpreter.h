@@ -71,6 +71,14 @@ struct BufferLayout {
 /// count is not a multiple of its block count.
 llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count);
 
+/// The relative error max|got - exact| / max|exact| a coded plan may show
+/// when run in `t`: its exact-arithmetic errorBound plus the unit roundoff
+/// of `t` times its roundoffGain (backends::PlanMeta). 0 for exact plans.
+inline double valueErrorBound(const backends::PlanMeta &m, DType t) {
+  return m.errorBound > 0 ? m.errorBound + unitRoundoff(t) * m.roundoffGain
+                          : 0;
+}
+
 class Plan {
 public:
   /// Reads, validates and re-verifies a plan file.

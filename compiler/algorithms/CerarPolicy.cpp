@@ -4,6 +4,7 @@
 
 #include "compiler/algorithms/CerarVerify.h"
 #include "compiler/algorithms/RingSearch.h"
+#include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/CostModel.h"
 #include "support/Diagnostics.h"
 
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace topocc::cerar {
 
@@ -221,6 +223,74 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   return d;
 }
 
+namespace {
+
+/// The code of designCerarFor and designHierCerarFor for N = n ranks: c =
+/// `components`, or the policy's (a user error when it keeps the ring);
+/// perturbed (or `construction`), exact when c <= n; the tolerance checks of
+/// forced mode. Messages start with `who` ("cerar"); `where` names the ring.
+llvm::Expected<Design> buildCode(int n, int components,
+                                 const PolicyDecision &dec,
+                                 const PolicyOptions &policy,
+                                 Construction construction, bool force,
+                                 llvm::StringRef who, llvm::StringRef where) {
+  int c = components;
+  if (c == 0) {
+    if (!dec.useCerar)
+      return makeUserError(who.str() + ": CERAR cannot win on this " +
+                           where.str() + ": " + dec.reason +
+                           "; pass --components to force a code");
+    c = dec.components;
+  }
+  // The policy's eps when the code has the policy's layer count q, else
+  // (a forced c with another q) the wire table's eps for this q: eps grows
+  // with q (CERAR.md 5.3), so another q's eps is too coarse or too fine.
+  const int q = (c + n - 1) / n;
+  double eps = dec.q == q ? dec.eps : 0;
+  if (eps == 0)
+    eps = q >= 2 ? wireEps(policy.wire, q) : 0;
+  DesignRequest dr;
+  dr.ranks = n;
+  dr.components = c;
+  // N = 2: E = I, D = I is exact for every c (CERAR.md 2.5) and costs the
+  // same as any other code.
+  dr.construction = c <= n || n == 2 ? Construction::Exact : construction;
+  if (dr.construction == Construction::Optimized) {
+    dr.kappaMax = policy.kappaMax > 0 ? policy.kappaMax : 1e3;
+  } else if (dr.construction != Construction::Exact) {
+    dr.eps = eps;
+  }
+  auto design = makeDesign(dr);
+  if (!design)
+    return design.takeError();
+  // The tolerance is compared with the expected wire-rounded error of
+  // CERAR.md 5.3, as in the policy (the operator norm is a worst case).
+  const bool approximate = dr.construction != Construction::Exact;
+  if (force && policy.tolerance > 0 && approximate) {
+    double expected = wireError(policy.wire, q);
+    if (std::isinf(expected))
+      return makeUserError(llvm::formatv(
+          "{5}: c = {0} on N = {1} ranks needs q = {2} layers; a {3} wire "
+          "has no usable error beyond q = {4} (CERAR.md 5.3)",
+          c, n, q, wireDtypeName(policy.wire),
+          std::isinf(wireError(policy.wire, 4)) ? 3 : 4, who));
+    if (expected > policy.tolerance)
+      return makeUserError(llvm::formatv(
+          "{6}: c = {0} on N = {1} ranks (q = {2}) has an expected {3}-wire "
+          "error of {4}, above --tolerance {5}",
+          c, n, q, wireDtypeName(policy.wire), sci(expected),
+          sci(policy.tolerance), who));
+  }
+  if (force && !(policy.tolerance > 0) && approximate)
+    return makeUserError(llvm::formatv(
+        "{2}: c = {0} > N = {1} is approximate; pass --tolerance to allow "
+        "it, or use c <= N",
+        c, n, who));
+  return design;
+}
+
+} // namespace
+
 llvm::Expected<RingChoice> ringFor(const topo::Topology &t, double bytes,
                                    const std::vector<int> &ringOrder) {
   int n = t.numRanks();
@@ -270,58 +340,139 @@ llvm::Expected<CerarPlan> designCerarFor(const topo::Topology &t,
   plan.ringOrder = rc->order;
   analysis::RingChannel ring;
   ring.order = rc->order;
-  plan.decision = chooseCerar(plan.link, req.bytes, req.policy);
+  // B_mem: the slowest GPU's memory bandwidth from the compute model the
+  // simulator and the cost model share (analysis/ComputeModel.h); the
+  // option's value when no GPU model is known.
+  PolicyOptions policy = req.policy;
+  if (double mem = analysis::slowestMemoryBandwidth(t); mem > 0)
+    policy.memBandwidth = mem;
+  plan.decision = chooseCerar(plan.link, req.bytes, policy);
   PolicyDecision &dec = plan.decision;
 
   int c = req.components;
-  double eps = dec.eps;
   if (!req.force && !dec.useCerar)
     return plan; // auto: the exact ring
-  if (c == 0) {
-    if (!dec.useCerar)
-      return makeUserError("cerar: CERAR cannot win on this ring: " +
-                           dec.reason + "; pass --components to force a code");
-    c = dec.components;
-  }
-  if (eps == 0) {
-    int q = (c + n - 1) / n;
-    eps = q >= 2 ? wireEps(req.policy.wire, q) : 0;
-  }
-  DesignRequest dr;
-  dr.ranks = n;
-  dr.components = c;
-  dr.construction = c <= n ? Construction::Exact : req.construction;
-  if (dr.construction == Construction::Optimized) {
-    dr.kappaMax = req.policy.kappaMax > 0 ? req.policy.kappaMax : 1e3;
-  } else if (dr.construction != Construction::Exact) {
-    dr.eps = eps;
-  }
-  auto design = makeDesign(dr);
+  auto design = buildCode(n, c, dec, req.policy, req.construction, req.force,
+                          "cerar", "ring");
   if (!design)
     return design.takeError();
-  // The tolerance is compared with the expected wire-rounded error of
-  // CERAR.md 5.3, as in the policy (the operator norm is a worst case).
-  if (req.force && req.policy.tolerance > 0 && c > n) {
-    int q = (c + n - 1) / n;
-    double expected = wireError(req.policy.wire, q);
-    if (std::isinf(expected))
-      return makeUserError(llvm::formatv(
-          "cerar: c = {0} on N = {1} ranks needs q = {2} layers; a {3} wire "
-          "has no usable error beyond q = {4} (CERAR.md 5.3)",
-          c, n, q, wireDtypeName(req.policy.wire),
-          std::isinf(wireError(req.policy.wire, 4)) ? 3 : 4));
-    if (expected > req.policy.tolerance)
-      return makeUserError(llvm::formatv(
-          "cerar: c = {0} on N = {1} ranks (q = {2}) has an expected {3}-wire "
-          "error of {4}, above --tolerance {5}",
-          c, n, q, wireDtypeName(req.policy.wire), sci(expected),
-          sci(req.policy.tolerance)));
+  dec.designError = design->worstError;
+  if (design->construction != Construction::Exact) {
+    dec.eps = design->eps;
+    dec.kappa = design->maxCondition;
   }
-  if (req.force && !(req.policy.tolerance > 0) && c > n)
+  plan.design = std::move(*design);
+  return plan;
+}
+
+llvm::Expected<HierLinks>
+hierLinksFor(const topo::Topology &t,
+             const std::vector<std::vector<int>> &nodes,
+             const std::vector<int> &localOrder) {
+  HierLinks hl;
+  hl.nodes = static_cast<int>(nodes.size());
+  hl.gpusPerNode = nodes.empty() ? 0 : static_cast<int>(nodes[0].size());
+  const int m = hl.nodes, g = hl.gpusPerNode;
+  analysis::LinkModel lm(t);
+  // Intra-node ring of node 0 in the local order.
+  hl.intra.ranks = g;
+  if (g >= 2) {
+    analysis::RingChannel intra;
+    for (int k = 0; k < g; ++k)
+      intra.order.push_back(
+          nodes[0][localOrder.empty() ? k : localOrder[size_t(k)]]);
+    analysis::RingBottleneck bn = analysis::ringBottleneck(intra, lm);
+    if (!bn.routed)
+      return makeUserError("hier-cerar: a hop of the intra-node ring has no "
+                           "route");
+    hl.intra.bandwidth = bn.bandwidth;
+    for (size_t i = 0; i < intra.order.size(); ++i)
+      hl.intra.alpha =
+          std::max(hl.intra.alpha, analysis::hopFlow(intra, i, lm).latency);
+  }
+  // Every rail's hops loaded together: the rails share NICs and switches.
+  hl.rail.ranks = m;
+  std::map<int, double> load;
+  for (int l = 0; l < g; ++l)
+    for (int p = 0; p < m; ++p) {
+      const analysis::PathFlow &f = lm.rankFlow(
+          nodes[size_t(p)][size_t(l)], nodes[size_t((p + 1) % m)][size_t(l)]);
+      if (!f.found)
+        return makeUserError(llvm::formatv(
+            "hier-cerar: rail {0} has no route from node {1} to node {2}", l, p,
+            (p + 1) % m));
+      hl.rail.alpha = std::max(hl.rail.alpha, f.latency);
+      for (auto [res, x] : f.res)
+        load[res] += x;
+    }
+  hl.rail.bandwidth = kInf;
+  for (auto [res, x] : load)
+    hl.rail.bandwidth = std::min(hl.rail.bandwidth, lm.capacity(res) / x);
+  return hl;
+}
+
+double exactPhasesTime(const HierLinks &l, double bytes) {
+  const int g = l.gpusPerNode;
+  if (g < 2)
+    return 0;
+  return 2.0 * ((g - 1) * l.intra.alpha +
+                double(g - 1) / g * bytes / l.intra.bandwidth);
+}
+
+double hierRingTime(const HierLinks &l, double bytes) {
+  return exactPhasesTime(l, bytes) +
+         ringTime(l.rail, bytes / std::max(l.gpusPerNode, 1));
+}
+
+double hierCerarTime(const HierLinks &l, double bytes, int c, double w,
+                     const PolicyOptions &o) {
+  return exactPhasesTime(l, bytes) +
+         cerarTime(l.rail, bytes / std::max(l.gpusPerNode, 1), c, w, o);
+}
+
+llvm::Expected<HierCerarPlan> designHierCerarFor(const topo::Topology &t,
+                                                 const HierCerarRequest &req) {
+  const int m = static_cast<int>(req.nodes.size());
+  if (m < 2)
     return makeUserError(llvm::formatv(
-        "cerar: c = {0} > N = {1} is approximate; pass --tolerance to allow "
-        "it, or use c <= N",
-        c, n));
+        "--algorithm hier-cerar needs at least 2 nodes with GPUs, the "
+        "topology has {0}; use --algorithm cerar",
+        m));
+  HierCerarPlan plan;
+  auto links = hierLinksFor(t, req.nodes, req.localOrder);
+  if (!links)
+    return links.takeError();
+  plan.links = *links;
+  const int g = plan.links.gpusPerNode;
+  PolicyOptions policy = req.policy;
+  if (double mem = analysis::slowestMemoryBandwidth(t); mem > 0)
+    policy.memBandwidth = mem;
+  // The rail's share: S/G bytes, whose elements set the largest c.
+  plan.decision = chooseCerar(plan.links.rail, req.bytes / g, policy);
+  PolicyDecision &dec = plan.decision;
+  plan.exactPhases = exactPhasesTime(plan.links, req.bytes);
+  plan.hierRing = hierRingTime(plan.links, req.bytes);
+  // The flat alternatives on the ring search's ring, for --explain.
+  auto flat = ringFor(t, req.bytes, {});
+  if (!flat)
+    return flat.takeError();
+  PolicyDecision fd = chooseCerar(flat->link, req.bytes, policy);
+  plan.flatRing = fd.ringTime;
+  plan.flatReason = fd.reason;
+  if (fd.useCerar) {
+    plan.flatCerar = fd.cerarTime;
+    plan.flatComponents = fd.components;
+  }
+  if (!req.force && !dec.useCerar)
+    return plan; // auto: the exact algorithms
+  auto design = buildCode(m, req.components, dec, req.policy, req.construction,
+                          req.force, "hier-cerar", "rail");
+  if (!design)
+    return design.takeError();
+  const double w =
+      double(wireDtypeBytes(req.policy.wire)) / req.policy.baseBytes;
+  plan.hierCerar =
+      hierCerarTime(plan.links, req.bytes, design->components, w, policy);
   dec.designError = design->worstError;
   if (design->construction != Construction::Exact) {
     dec.eps = design->eps;

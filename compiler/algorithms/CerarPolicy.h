@@ -119,10 +119,73 @@ llvm::Expected<RingChoice> ringFor(const topo::Topology &t, double bytes,
                                    const std::vector<int> &ringOrder);
 
 /// Ring search (or `ringOrder`), alpha/B of that ring from the cost model,
-/// the policy and the design (perturbed; exact when c <= N). Forced mode: uses `components` if given, else the policy's
-/// c, and is a user error with the policy's reason when CERAR cannot win.
+/// the policy and the design (perturbed; exact when c <= N). Forced mode: uses
+/// `components` if given, else the policy's c, and is a user error with the
+/// policy's reason when CERAR cannot win.
 llvm::Expected<CerarPlan> designCerarFor(const topo::Topology &t,
                                          const CerarRequest &req);
+
+/// Hierarchical CERAR (CERAR.md section 7): M nodes x G GPUs; exact ring
+/// reduce-scatter and all-gather inside the nodes, CERAR on every rail.
+struct HierLinks {
+  int nodes = 0;       ///< M
+  int gpusPerNode = 0; ///< G
+  /// The intra-node ring (node 0's GPUs in the local order): alpha_f = its
+  /// largest hop latency, B_f = its bottleneck bandwidth.
+  RingLink intra;
+  /// One rail ring (N = M ranks) while all G rails run at once: alpha_i =
+  /// the largest hop latency of any rail, B_i = the bottleneck per hop with
+  /// every rail's hops loaded together (shared NICs divide: B_NIC n_NIC/G).
+  RingLink rail;
+};
+
+/// The rail and intra-node links of `nodes` (node ring order, ranks by local
+/// index) and `localOrder` (empty: 0..G-1) from the cost model's routes.
+/// User error when a hop has no route.
+llvm::Expected<HierLinks>
+hierLinksFor(const topo::Topology &t,
+             const std::vector<std::vector<int>> &nodes,
+             const std::vector<int> &localOrder);
+
+/// The exact intra-node phases: 2[(G-1) alpha_f + (G-1)/G S/B_f] (0 for
+/// G = 1).
+double exactPhasesTime(const HierLinks &l, double bytes);
+/// Exact phases + the ring all-reduce of S/G on the rails (hier-ring).
+double hierRingTime(const HierLinks &l, double bytes);
+/// Exact phases + T_CERAR(S/G, c; N = M, alpha_i, B_i) (CERAR.md 7, Cost).
+double hierCerarTime(const HierLinks &l, double bytes, int c, double w,
+                     const PolicyOptions &o);
+
+struct HierCerarRequest {
+  double bytes = 64.0 * 1024 * 1024; ///< S, the whole buffer
+  PolicyOptions policy;
+  int components = 0; ///< 0 = chosen by the policy for the rails
+  bool force = false; ///< --algorithm hier-cerar (auto when false)
+  Construction construction = Construction::Perturbed;
+  std::vector<std::vector<int>> nodes; ///< node ring order, by local index
+  std::vector<int> localOrder;         ///< empty: 0..G-1
+};
+
+struct HierCerarPlan {
+  HierLinks links;
+  /// The policy (section 5.4) on one rail: N = M ranks, S/G bytes.
+  PolicyDecision decision;
+  /// Predicted times at S, s: the exact phases, hier-ring, hier-cerar with
+  /// the chosen c (0 without a code), the flat ring over all ranks (the ring
+  /// search's) and flat CERAR with the policy's c on it (0 when the policy
+  /// keeps the flat ring; flatComponents its c).
+  double exactPhases = 0, hierRing = 0, hierCerar = 0;
+  double flatRing = 0, flatCerar = 0;
+  int flatComponents = 0;
+  std::string flatReason;
+  std::optional<Design> design; ///< empty: auto keeps the exact algorithms
+};
+
+/// Links, the policy on the rails and the code (perturbed; exact when
+/// c <= M). Forced mode: `components` if given, else the policy's c; user
+/// errors as designCerarFor's, prefixed "hier-cerar:".
+llvm::Expected<HierCerarPlan> designHierCerarFor(const topo::Topology &t,
+                                                 const HierCerarRequest &req);
 
 } // namespace topocc::cerar
 

@@ -42,6 +42,32 @@ llvm::Expected<CerarCheck> verifyCerarSchedule(const ir::Schedule &s,
                                                llvm::ArrayRef<int> ringOrder,
                                                int seamOffset);
 
+/// Hierarchical CERAR (CERAR.md section 7, passes::lowerHierCerar): the
+/// nodes in ring order with their ranks by local index, and the seams.
+struct HierCerarLayout {
+  std::vector<std::vector<int>> nodes;
+  int seamOffset = 0;
+  bool staggerSeams = true; ///< rail r uses seam (seamOffset + r) mod M
+};
+
+struct HierCerarCheck {
+  double maxDeviation = 0;  ///< largest |coefficient - composed operator|
+  double maxCoeffError = 0; ///< largest |coefficient - exact all-reduce|
+  double tolerance = 0;
+};
+
+/// Runs the structural verifier, executes `s` symbolically and compares
+/// every rank's output coefficients with the composed operator: for rank
+/// (node p, GPU g) and unit r*c + j (rail r, component j), the coefficient
+/// on unit r*c + j' of every rank of node p' must be the rail-r CERAR
+/// operator's entry [j][j'] for node p reading node p' (identity for
+/// p' = p, D_i Z_{h-1} E_{i-h} at ring distance h with i the logical index
+/// of node p on rail r), and every other coefficient zero. Tolerance 1e-9 *
+/// max(1, kappa). User error naming the first coefficient that differs.
+llvm::Expected<HierCerarCheck>
+verifyHierCerarSchedule(const ir::Schedule &s, const Design &d,
+                        const HierCerarLayout &layout);
+
 } // namespace topocc::cerar
 
 #endif // TOPOCC_COMPILER_ALGORITHMS_CERARVERIFY_H

@@ -7,6 +7,8 @@
 
 #include "compiler/analysis/CostModel.h"
 
+#include "compiler/analysis/ComputeModel.h"
+
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -349,7 +351,7 @@ void finishReport(CostReport &r, const std::vector<double> &bytesPerRes,
     r.bottleneckCapacity = m.capacity(r.bottleneck);
     r.bottleneckRawCapacity = m.rawCapacity(r.bottleneck);
   }
-  r.time = r.bandwidthTime + r.latencyTime;
+  r.time = r.bandwidthTime + r.latencyTime + r.computeTime;
   r.algbw = r.time > 0 ? r.bytes / r.time : 0;
   r.busbw = r.algbw * busFactor(c, n);
 }
@@ -425,27 +427,42 @@ llvm::Expected<CostReport> estimateSchedule(const ir::Schedule &s,
       continue;
     edge(base[e.sender] + e.sendOp, base[e.receiver] + e.recvOp, msgLat[id]);
   }
-  std::vector<double> dist(total, 0);
+  // Local work of each op (the simulator's ComputeModel charges).
+  std::vector<double> memBw = rankMemoryBandwidths(t);
+  std::vector<double> cost(total, 0);
+  for (size_t q = 0; q < s.ranks.size(); ++q)
+    for (size_t i = 0; i < s.ranks[q].ops.size(); ++i)
+      cost[base[q] + i] = computeTime(s.ranks[q].ops[i], unit, memBw[q]);
+  // dist: when an op can start; comp: the compute share of that path.
+  std::vector<double> dist(total, 0), comp(total, 0);
   std::deque<size_t> ready;
   for (size_t v = 0; v < total; ++v)
     if (indeg[v] == 0)
       ready.push_back(v);
   size_t seen = 0;
-  double longest = 0;
+  double longest = 0, longestComp = 0;
   while (!ready.empty()) {
     size_t v = ready.front();
     ready.pop_front();
     ++seen;
-    longest = std::max(longest, dist[v]);
+    double end = dist[v] + cost[v], endComp = comp[v] + cost[v];
+    if (end > longest) {
+      longest = end;
+      longestComp = endComp;
+    }
     for (auto [w, lat] : succ[v]) {
-      dist[w] = std::max(dist[w], dist[v] + lat);
+      if (end + lat > dist[w]) {
+        dist[w] = end + lat;
+        comp[w] = endComp;
+      }
       if (--indeg[w] == 0)
         ready.push_back(w);
     }
   }
   if (seen != total)
     return makeUserError("schedule has a dependency cycle; run the verifier");
-  r.latencyTime = longest;
+  r.computeTime = longestComp;
+  r.latencyTime = longest - longestComp;
   finishReport(r, load, m, s.collective, s.numRanks);
   return r;
 }
@@ -504,6 +521,12 @@ llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
   r.bytes = bytes;
   std::vector<double> load(m.numResources(), 0);
   int steps = ringSteps(c, n);
+  // Local work (ComputeModel.h): the chain of each piece reduces it n-1
+  // times (allreduce, reducescatter), 3 bytes of memory traffic per byte,
+  // on the slowest GPU.
+  double mem = slowestMemoryBandwidth(t);
+  bool reduces = c == ir::Collective::AllReduce ||
+                 c == ir::Collective::ReduceScatter;
   for (const RingChannel &ring : rings) {
     if (static_cast<int>(ring.order.size()) != n)
       return makeUserError(llvm::formatv(
@@ -520,6 +543,8 @@ llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
     }
     if (ring.share > 0)
       r.latencyTime = std::max(r.latencyTime, windowLatency(lat, steps));
+    if (reduces && mem > 0)
+      r.computeTime = std::max(r.computeTime, (n - 1) * 3 * msg / mem);
   }
   finishReport(r, load, m, c, n);
   return r;

@@ -100,10 +100,13 @@ struct LinkLoad {
   double time() const { return capacity > 0 ? bytes / capacity : 0; }
 };
 
-/// One estimate: time = bandwidthTime + latencyTime.
+/// One estimate: time = bandwidthTime + latencyTime + computeTime.
 struct CostReport {
   double bytes = 0; ///< S (nccl-tests convention), bytes
   double time = 0, bandwidthTime = 0, latencyTime = 0;
+  /// Local work (ComputeModel.h) on the critical path; 0 for GPUs of
+  /// unknown model.
+  double computeTime = 0;
   double rawBandwidthTime = 0; ///< with raw capacities (efficiency 1)
   double algbw = 0, busbw = 0; ///< bytes/s
   int bottleneck = -1;         ///< resource id, -1 when nothing is sent
@@ -116,8 +119,10 @@ struct CostReport {
 /// allgather, input of reducescatter, the buffer of allreduce). One unit is
 /// S / chunksPerLoop. Latency: longest path through same-rank deps,
 /// threadblock program order (once assigned) and messages, each message
-/// adding messageLatency. User error when ranks do not match or a pair has
-/// no route.
+/// adding messageLatency and each op its computeTime (ComputeModel.h, the
+/// GPU models' memory bandwidths, the same local work the simulator
+/// charges); the compute share of that path is computeTime. User error when
+/// ranks do not match or a pair has no route.
 llvm::Expected<CostReport> estimateSchedule(const ir::Schedule &s,
                                             LinkModel &m, double bytes);
 
@@ -152,7 +157,10 @@ RingBottleneck ringBottleneck(const RingChannel &ring, LinkModel &m);
 /// Closed form for ring channels (no schedule): each step moves
 /// share*S/n per hop; bandwidth time from the summed link loads; latency =
 /// max over channels of the largest sum of `steps` consecutive hop
-/// latencies. Equals estimateSchedule on the lowered ring with chunks=1.
+/// latencies; compute = max over channels of the n-1 reductions of
+/// share*S/n on a piece's chain (allreduce, reducescatter; 3 bytes of
+/// memory traffic per byte on the slowest GPU, ComputeModel.h). Equals
+/// estimateSchedule on the lowered ring with chunks=1 (one channel).
 /// REQUIRES: every order is a permutation of the ranks.
 llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
                                          ir::Collective c, double bytes,

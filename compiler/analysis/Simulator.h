@@ -7,8 +7,9 @@
 // planes), hop by hop: store-and-forward (the whole message is received
 // before the next hop starts) or cut-through (the next hop starts when the
 // head arrives). Ranks follow same-rank deps, threadblock program order (from
-// ThreadblocksAssigned on) and message pairing; a reduction costs
-// bytes / reduceBandwidth. Route hints pin rank pairs to NICs (a ring
+// ThreadblocksAssigned on) and message pairing; local work (reductions,
+// lincombs) costs its memory traffic over the GPU's memory bandwidth
+// (ComputeModel.h, the model the cost model shares). Route hints pin rank pairs to NICs (a ring
 // search's choice). On request every transfer is recorded with the
 // dependencies between transfers (trace flow arrows). Stage: analysis, on
 // any verified schedule.
@@ -48,8 +49,10 @@ struct SimOptions {
   /// input, allreduce: the buffer); one chunk is S / chunksPerLoop.
   double bytes = 0;
   SimMode mode = SimMode::StoreAndForward;
-  /// Bytes/s of a local reduction (γ = 1/reduceBandwidth); 0 makes
-  /// reductions free; nullopt takes defaultReduceBandwidth of each rank's GPU.
+  /// Bytes/s of a two-operand reduction (3 bytes of memory traffic per
+  /// byte), i.e. every GPU's memory bandwidth is 3 * reduceBandwidth; 0
+  /// makes local work free; nullopt takes each rank's GPU model
+  /// (ComputeModel.h memoryBandwidth).
   std::optional<double> reduceBandwidth;
   /// Record every link transfer (for traces); off for speed.
   bool recordTransfers = false;
@@ -58,10 +61,9 @@ struct SimOptions {
   std::vector<SimRouteHint> routeHints;
 };
 
-/// Reduction bandwidth of a GPU model, bytes/s: a third of its memory
-/// bandwidth (a reduction reads two operands and writes one). 0 for an
-/// unknown model. Table: v100 900, a100-pcie 1935, a100-sxm4 2039,
-/// h100-sxm5 3350, h100-pcie 2000, h200 4800, mi250 1638 (per GCD) GB/s.
+/// Reduction bandwidth of a GPU model, bytes/s: memoryBandwidth(gpuModel)
+/// / 3 (ComputeModel.h; a reduction reads two operands and writes one). 0
+/// for an unknown model.
 double defaultReduceBandwidth(llvm::StringRef gpuModel);
 
 /// One resource's totals.

@@ -7,6 +7,7 @@
 #include "compiler/analysis/WhatIf.h"
 
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/NcclModel.h"
 #include "support/Diagnostics.h"
 
@@ -66,6 +67,45 @@ public:
     if (!r)
       return r.takeError();
     return std::optional<SimResult>(std::move(*r));
+  }
+
+  llvm::Expected<std::optional<WhatIfBreakdown>>
+  breakdown(double bytes) override {
+    SimOptions o = opts;
+    o.bytes = bytes;
+    auto r = simulate(s, m, o);
+    if (!r)
+      return r.takeError();
+    WhatIfBreakdown b;
+    b.simTime = r->time;
+    b.pathOps = r->criticalPath.size();
+    for (const SimStep &st : r->criticalPath) {
+      b.pathCompute += st.end - st.start;
+      b.pathMessages += st.viaMessage >= 0;
+    }
+    b.pathNetwork = r->time - b.pathCompute;
+    for (const SimLinkStats &l : r->links)
+      if (l.busy > b.busiestBusy) {
+        b.busiestBusy = l.busy;
+        b.busiestBytes = l.bytes;
+        b.busiestLink = m.resourceName(l.resource);
+      }
+    std::vector<double> mem = memoryBandwidthsFor(
+        m.topology(), o.reduceBandwidth
+                          ? std::optional<double>(3 * *o.reduceBandwidth)
+                          : std::nullopt);
+    double unit = bytes / s.chunksPerLoop;
+    for (size_t q = 0; q < s.ranks.size(); ++q) {
+      double sum = 0;
+      for (const ir::Op &op : s.ranks[q].ops)
+        sum += computeTime(op, unit, mem[q]);
+      b.rankCompute = std::max(b.rankCompute, sum);
+    }
+    auto cm = estimateSchedule(s, m, bytes);
+    if (!cm)
+      return cm.takeError();
+    b.model = std::move(*cm);
+    return std::optional<WhatIfBreakdown>(std::move(b));
   }
 
 private:
@@ -526,6 +566,33 @@ void printWhatIfJson(llvm::raw_ostream &os, const WhatIfReport &r) {
       {"algorithms", std::move(algos)},
       {"scenarios", std::move(tables)}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+}
+
+void printWhatIfBreakdowns(
+    llvm::raw_ostream &os, double bytes,
+    llvm::ArrayRef<std::pair<std::string, WhatIfBreakdown>> rows) {
+  auto us = [](double t) { return llvm::formatv("{0:f1}", t * 1e6).str(); };
+  os << llvm::formatv("#\n# explain at {0} B (base topology): simulator "
+                      "vs cost model (estimateSchedule), times in us\n",
+                      static_cast<int64_t>(bytes));
+  for (const auto &[name, b] : rows) {
+    const CostReport &c = b.model;
+    os << "# " << name << ": simulated " << us(b.simTime)
+       << "; critical path " << b.pathOps << " ops, " << b.pathMessages
+       << " messages: compute " << us(b.pathCompute) << ", network "
+       << us(b.pathNetwork) << "\n";
+    os << "#   busiest link " << b.busiestLink << ": busy "
+       << us(b.busiestBusy) << " ("
+       << llvm::formatv("{0:f1}", b.simTime > 0
+                                      ? 100 * b.busiestBusy / b.simTime
+                                      : 0.0)
+       << "% of the run), "
+       << llvm::formatv("{0:f1}", b.busiestBytes / 1e6)
+       << " MB; most local work on one rank " << us(b.rankCompute) << "\n";
+    os << "#   cost model " << us(c.time) << " = bandwidth "
+       << us(c.bandwidthTime) << " (" << c.bottleneckName << ") + latency "
+       << us(c.latencyTime) << " + compute " << us(c.computeTime) << "\n";
+  }
 }
 
 } // namespace topocc::analysis

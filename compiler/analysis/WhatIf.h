@@ -7,7 +7,8 @@
 // are timed with the simulator (Simulator.h); `nccl-model` (NcclModel.h) and
 // the `bound` reference column (Bound.h) are registered here; algorithms
 // that need the compiler (rings) are registered by the caller, so new ones
-// (trees, cerar, auto) are one WhatIfRegistry::add each. Stage: analysis.
+// (trees, cerar, hier-cerar, auto) are one WhatIfRegistry::add each. Stage:
+// analysis.
 // Never prints to a terminal (writes to the stream it is given);
 // deterministic.
 //
@@ -41,7 +42,8 @@ struct WhatIfSettings {
   /// When > 0, simulated algorithms run this many times per size and report
   /// the median wall time of one simulation (benchmarks).
   int timingRuns = 0;
-  /// Relative error the coded columns may use (cerar, auto); 0: exact only.
+  /// Relative error the coded columns may use (cerar, hier-cerar,
+  /// auto); 0: exact only.
   double tolerance = 0;
 };
 
@@ -64,6 +66,25 @@ struct WhatIfContext {
   double largestBytes = 0; ///< the largest size of the sweep
 };
 
+/// Where the simulated time of one schedule goes, beside the cost model's
+/// estimate of the same schedule (`whatif --explain`).
+struct WhatIfBreakdown {
+  double simTime = 0;
+  /// The simulator's critical path: local work (reductions, lincombs) on
+  /// it, and the rest (messages on the wire, queued behind other messages,
+  /// latency).
+  double pathCompute = 0, pathNetwork = 0;
+  size_t pathOps = 0, pathMessages = 0;
+  /// The resource busy longest and for how long; its bytes.
+  std::string busiestLink;
+  double busiestBusy = 0, busiestBytes = 0;
+  /// The largest sum of local work of one rank (ComputeModel.h).
+  double rankCompute = 0;
+  /// estimateSchedule on the same schedule (GPU models' memory bandwidth,
+  /// free routing).
+  CostReport model;
+};
+
 /// Answers per size for one (algorithm, topology).
 class WhatIfEvaluator {
 public:
@@ -72,6 +93,12 @@ public:
   /// One run with every transfer recorded, for traces; nullopt for
   /// algorithms that are not simulated.
   virtual llvm::Expected<std::optional<SimResult>> traceRun(double bytes) {
+    return std::nullopt;
+  }
+  /// The breakdown at `bytes`; nullopt for algorithms that are not
+  /// simulated.
+  virtual llvm::Expected<std::optional<WhatIfBreakdown>>
+  breakdown(double bytes) {
     return std::nullopt;
   }
 };
@@ -175,6 +202,12 @@ void printWhatIfTable(llvm::raw_ostream &os, const WhatIfReport &r);
 /// winner,winner_time_vs_base.
 void printWhatIfCsv(llvm::raw_ostream &os, const WhatIfReport &r);
 void printWhatIfJson(llvm::raw_ostream &os, const WhatIfReport &r);
+
+/// `--explain`: one block of comment lines per (algorithm, breakdown), times
+/// in microseconds.
+void printWhatIfBreakdowns(
+    llvm::raw_ostream &os, double bytes,
+    llvm::ArrayRef<std::pair<std::string, WhatIfBreakdown>> rows);
 
 } // namespace topocc::analysis
 

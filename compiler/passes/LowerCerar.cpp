@@ -80,30 +80,31 @@ Plu factor(const cerar::Matrix &m) {
 
 class CerarLowering {
 public:
-  CerarLowering(const CerarLowerOptions &o, std::vector<RankId> ring)
-      : o(o), d(o.design), ring(std::move(ring)), n(d.ranks), c(d.components),
-        L(d.rounds) {}
+  CerarLowering(Schedule &s, const CerarRingSpec &spec, ChainState &st)
+      : spec(spec), d(*spec.design), ring(spec.ring), n(d.ranks),
+        c(d.components), L(d.rounds), s(s), st(st) {}
 
-  Schedule run(CerarLoweringInfo *info);
+  CerarLoweringInfo run();
 
 private:
-  const CerarLowerOptions &o;
+  const CerarRingSpec &spec;
   const cerar::Design &d;
-  std::vector<RankId> ring;
+  const std::vector<RankId> &ring;
   int32_t n, c, L;
-  Schedule s;
-  RankId rank = 0; ///< rank being emitted
-  OpId last = kNone;
+  Schedule &s;
+  ChainState &st;
+  RankId rank = 0;             ///< rank being emitted
   std::set<int32_t> freeSlots; ///< scratch pool of the rank being emitted
   int32_t scratchEnd = 0;
 
+  bool inplace() const { return spec.input == spec.result; }
   MsgId msg(int32_t t, int32_t pos) const {
-    return t * n + ((pos % n) + n) % n;
+    return st.nextMsg + t * n + ((pos % n) + n) % n;
   }
   BufferRef user(int32_t j) const {
-    return {o.inplace ? BufferKind::Input : BufferKind::Output, j, 1};
+    return {spec.result, spec.firstChunk + j, 1};
   }
-  static BufferRef in(int32_t j) { return {BufferKind::Input, j, 1}; }
+  BufferRef in(int32_t j) const { return {spec.input, spec.firstChunk + j, 1}; }
 
   BufferRef get() {
     int32_t slot;
@@ -121,6 +122,7 @@ private:
   }
 
   void emit(Op op) {
+    OpId &last = st.last[rank];
     if (last != kNone)
       op.deps.push_back(last);
     std::vector<Op> &ops = s.ranks[rank].ops;
@@ -234,14 +236,14 @@ void CerarLowering::applyInPlace(const cerar::Matrix &m,
 }
 
 void CerarLowering::lowerInPlaceWorker(int32_t pos) {
-  int32_t i = cerarLogicalIndex(pos, n, o.seamOffset);
+  int32_t i = cerarLogicalIndex(pos, n, spec.seamOffset);
   RankId next = ring[(pos + 1) % n], prev = ring[(pos + n - 1) % n];
   std::vector<BufferRef> V, G;
   for (int32_t j = 0; j < c; ++j) {
     V.push_back(user(j));
     G.push_back(in(j));
   }
-  if (o.inplace)
+  if (inplace())
     applyInPlace(d.encoders[i], V);
   else
     applyOutOfPlace(d.encoders[i], V, G);
@@ -284,7 +286,7 @@ void CerarLowering::lowerInPlaceWorker(int32_t pos) {
 }
 
 void CerarLowering::lowerGenericWorker(int32_t pos) {
-  int32_t i = cerarLogicalIndex(pos, n, o.seamOffset);
+  int32_t i = cerarLogicalIndex(pos, n, spec.seamOffset);
   RankId next = ring[(pos + 1) % n], prev = ring[(pos + n - 1) % n];
   std::vector<BufferRef> W, G, acc;
   for (int32_t j = 0; j < c; ++j) {
@@ -293,7 +295,7 @@ void CerarLowering::lowerGenericWorker(int32_t pos) {
     acc.push_back(user(j));
   }
   applyOutOfPlace(d.encoders[i], W, G);
-  if (!o.inplace)
+  if (!inplace())
     for (int32_t j = 0; j < c; ++j)
       copy(acc[j], G[j]);
   const cerar::Matrix &D = d.decoders[i];
@@ -328,49 +330,29 @@ void CerarLowering::lowerGenericWorker(int32_t pos) {
   }
 }
 
-Schedule CerarLowering::run(CerarLoweringInfo *info) {
-  s.collective = Collective::AllReduce;
-  s.numRanks = n;
-  s.chunksPerLoop = c;
-  s.inplace = o.inplace;
-  s.stage = Stage::Lowered;
-  s.name = o.name.empty()
-               ? llvm::formatv("cerar{0}_allreduce_c{1}_{2}_{3}", n, c,
-                               cerar::constructionName(d.construction),
-                               o.inplace ? "inplace" : "outofplace")
-                     .str()
-               : o.name;
-  s.ranks.resize(n);
-  bool inPlaceWorker = d.companion && !o.forceGeneric;
-  int32_t peak = 0;
+CerarLoweringInfo CerarLowering::run() {
+  CerarLoweringInfo info;
+  info.inPlaceWorker = d.companion && !spec.forceGeneric;
+  info.rounds = L;
   for (int32_t pos = 0; pos < n; ++pos) {
     rank = ring[pos];
-    last = kNone;
     freeSlots.clear();
-    scratchEnd = 0;
-    if (inPlaceWorker)
+    const int32_t base = st.scratchEnd[rank];
+    scratchEnd = base;
+    if (info.inPlaceWorker)
       lowerInPlaceWorker(pos);
     else
       lowerGenericWorker(pos);
-    RankProgram &rp = s.ranks[rank];
-    rp.scratchChunks = scratchEnd;
-    rp.inputChunks = c;
-    rp.outputChunks = o.inplace ? 0 : c;
-    peak = std::max(peak, scratchEnd);
+    st.scratchEnd[rank] = scratchEnd;
+    info.peakScratch = std::max(info.peakScratch, scratchEnd - base);
   }
-  if (info) {
-    info->inPlaceWorker = inPlaceWorker;
-    info->peakScratch = peak;
-    info->rounds = L;
-  }
-  return std::move(s);
+  st.nextMsg += L * n;
+  return info;
 }
 
 } // namespace
 
-llvm::Expected<Schedule> lowerCerar(const CerarLowerOptions &opts,
-                                    CerarLoweringInfo *info) {
-  const cerar::Design &d = opts.design;
+llvm::Error checkCerarDesign(const cerar::Design &d) {
   int32_t n = d.ranks, c = d.components;
   if (n < 2 || c < 1 || d.rounds != c + n - 2 ||
       d.encoders.size() != size_t(n) || d.decoders.size() != size_t(n))
@@ -389,6 +371,15 @@ llvm::Expected<Schedule> lowerCerar(const CerarLowerOptions &opts,
                       d.tail.size() != size_t(d.rounds - c + 1)))
     return makeUserError("cerar lowering: the companion code lacks its "
                          "decode maps or tail rows");
+  return llvm::Error::success();
+}
+
+llvm::Expected<Schedule> lowerCerar(const CerarLowerOptions &opts,
+                                    CerarLoweringInfo *info) {
+  const cerar::Design &d = opts.design;
+  int32_t n = d.ranks, c = d.components;
+  if (auto err = checkCerarDesign(d))
+    return err;
   std::vector<RankId> ring = opts.ringOrder;
   if (ring.empty()) {
     ring.resize(n);
@@ -404,7 +395,42 @@ llvm::Expected<Schedule> lowerCerar(const CerarLowerOptions &opts,
         "cerar lowering: the ring order must be a permutation of 0..{0} "
         "(the code has N={1})",
         n - 1, n));
-  return CerarLowering(opts, std::move(ring)).run(info);
+  Schedule s;
+  s.collective = Collective::AllReduce;
+  s.numRanks = n;
+  s.chunksPerLoop = c;
+  s.inplace = opts.inplace;
+  s.stage = Stage::Lowered;
+  s.name = opts.name.empty()
+               ? llvm::formatv("cerar{0}_allreduce_c{1}_{2}_{3}", n, c,
+                               cerar::constructionName(d.construction),
+                               opts.inplace ? "inplace" : "outofplace")
+                     .str()
+               : opts.name;
+  s.ranks.resize(n);
+  CerarRingSpec spec;
+  spec.design = &opts.design;
+  spec.ring = std::move(ring);
+  spec.seamOffset = opts.seamOffset;
+  spec.input = BufferKind::Input;
+  spec.result = opts.inplace ? BufferKind::Input : BufferKind::Output;
+  spec.forceGeneric = opts.forceGeneric;
+  ChainState st(n);
+  CerarLoweringInfo got = emitCerarRing(s, spec, st);
+  for (RankId r = 0; r < n; ++r) {
+    RankProgram &rp = s.ranks[r];
+    rp.scratchChunks = st.scratchEnd[r];
+    rp.inputChunks = c;
+    rp.outputChunks = opts.inplace ? 0 : c;
+  }
+  if (info)
+    *info = got;
+  return s;
+}
+
+CerarLoweringInfo emitCerarRing(Schedule &s, const CerarRingSpec &spec,
+                                ChainState &st) {
+  return CerarLowering(s, spec, st).run();
 }
 
 } // namespace topocc::passes

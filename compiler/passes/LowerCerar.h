@@ -24,6 +24,7 @@
 #define TOPOCC_COMPILER_PASSES_LOWERCERAR_H
 
 #include "compiler/algorithms/Cerar.h"
+#include "compiler/passes/LowerHierarchicalRing.h"
 #include "ir/Schedule.h"
 
 #include "llvm/Support/Error.h"
@@ -58,6 +59,33 @@ struct CerarLoweringInfo {
 /// mismatch, empty code) are user errors.
 llvm::Expected<ir::Schedule> lowerCerar(const CerarLowerOptions &opts,
                                         CerarLoweringInfo *info = nullptr);
+
+/// User error when `d` is incomplete or its matrices have the wrong shape
+/// (what lowerCerar and the hierarchical lowering check first).
+llvm::Error checkCerarDesign(const cerar::Design &d);
+
+/// One CERAR ring emitted into a schedule that may hold other phases
+/// (hierarchical CERAR runs one per rail between exact intra-node phases).
+struct CerarRingSpec {
+  const cerar::Design *design = nullptr; ///< REQUIRES: validated (lowerCerar)
+  /// The ring's ranks (global ids) in ring order; size = design->ranks.
+  std::vector<ir::RankId> ring;
+  int32_t seamOffset = 0;
+  /// Component j is chunk firstChunk + j of `input` before the call and of
+  /// `result` after it; input == result is the in-place form (the encode
+  /// and decode work in place).
+  ir::BufferKind input = ir::BufferKind::Input;
+  ir::BufferKind result = ir::BufferKind::Output;
+  int32_t firstChunk = 0;
+  bool forceGeneric = false;
+};
+
+/// Appends the ring's ops (encode, L rounds, decode) to `s`, continuing
+/// every ring rank's chain from st.last and allocating its scratch pool
+/// from st.scratchEnd; messages take ids st.nextMsg + t*N + position.
+/// Returns the worker used and the largest scratch count one rank added.
+CerarLoweringInfo emitCerarRing(ir::Schedule &s, const CerarRingSpec &spec,
+                                ChainState &st);
 
 /// Logical index of ring position p (seam rotation).
 inline int32_t cerarLogicalIndex(int32_t pos, int32_t n, int32_t seam) {

@@ -21,15 +21,112 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <functional>
-
 namespace topocc::passes {
 
 using namespace ir;
 
-namespace {
+void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
+  const std::vector<std::vector<RankId>> &groups = p.groups;
+  const RingPhaseKind kind = p.kind;
+  const BufferKind work = p.work, src = p.src;
+  const int32_t K = p.chunks;
+  auto emit = [&](RankId r, Op op) {
+    if (st.last[r] != kNone)
+      op.deps = {st.last[r]};
+    auto &ops = s.ranks[r].ops;
+    ops.push_back(std::move(op));
+    st.last[r] = static_cast<OpId>(ops.size() - 1);
+  };
+  auto newScratch = [&](RankId r, int32_t count) {
+    BufferRef b{BufferKind::Scratch, st.scratchEnd[r], count};
+    st.scratchEnd[r] += count;
+    return b;
+  };
+  auto emitSend = [&](RankId r, BufferRef from, RankId to, MsgId m) {
+    emit(r, makeSend(from, to, m));
+  };
+  auto emitRecv = [&](RankId r, BufferRef dst, RankId from, MsgId m) {
+    emit(r, makeRecv(dst, from, m));
+  };
+  auto emitBinary = [&](OpKind k, RankId r, BufferRef dst, BufferRef from) {
+    emit(r, makeLocal(k, dst, from));
+  };
+  const int32_t m = static_cast<int32_t>(groups[0].size());
+  const int32_t ng = static_cast<int32_t>(groups.size());
+  auto wrap = [m](int32_t q) { return ((q % m) + m) % m; };
+  if (m == 1) {
+    // A group of one: reduce-scatter is a copy out of place, the rest nothing.
+    if (kind == RingPhaseKind::ReduceScatter && src != work)
+      for (int32_t g = 0; g < ng; ++g)
+        for (int32_t j = 0; j < K; ++j)
+          emitBinary(OpKind::Copy, groups[g][0], p.block(g, 0, j, work),
+                     p.block(g, 0, j, src));
+    return;
+  }
+  const int32_t steps = kind == RingPhaseKind::AllReduce ? 2 * m - 1 : m;
+  const MsgId msgBase = st.nextMsg;
+  auto msg = [&](int32_t t, int32_t j, int32_t g, int32_t q) -> MsgId {
+    return msgBase + ((t * K + j) * ng + g) * m + wrap(q);
+  };
+  for (int32_t t = 0; t < steps; ++t)
+    for (int32_t j = 0; j < K; ++j)
+      for (int32_t g = 0; g < ng; ++g)
+        for (int32_t q = 0; q < m; ++q) {
+          const RankId r = groups[g][q], next = groups[g][wrap(q + 1)],
+                       prev = groups[g][wrap(q - 1)];
+          const MsgId sendMsg = t + 1 < steps ? msg(t, j, g, q) : kNone;
+          const MsgId recvMsg = t > 0 ? msg(t - 1, j, g, q - 1) : kNone;
+          auto at = [&](int32_t b, BufferKind k) {
+            return p.block(g, wrap(b), j, k);
+          };
+          if (kind == RingPhaseKind::AllGather) {
+            if (t == 0) {
+              emitSend(r, at(q, work), next, sendMsg);
+            } else {
+              emitRecv(r, at(q - t, work), prev, recvMsg);
+              if (sendMsg != kNone)
+                emitSend(r, at(q - t, work), next, sendMsg);
+            }
+            continue;
+          }
+          // Reduce-scatter part: step t handles the block at q - shift - t.
+          const int32_t shift = kind == RingPhaseKind::ReduceScatter ? 1 : 0;
+          const BufferKind from =
+              kind == RingPhaseKind::ReduceScatter ? src : work;
+          if (t == 0) {
+            emitSend(r, at(q - shift, from), next, sendMsg);
+          } else if (t < m - 1) {
+            BufferRef own = at(q - shift - t, from);
+            BufferRef sc = newScratch(r, own.count);
+            emitRecv(r, sc, prev, recvMsg);
+            emitBinary(OpKind::Reduce, r, sc, own);
+            emitSend(r, sc, next, sendMsg);
+          } else if (t == m - 1) {
+            const int32_t b = q - shift - t;
+            BufferRef own = at(b, from), result = at(b, work);
+            if (from == work) {
+              BufferRef sc = newScratch(r, own.count);
+              emitRecv(r, sc, prev, recvMsg);
+              emitBinary(OpKind::Reduce, r, result, sc);
+            } else {
+              emitRecv(r, result, prev, recvMsg);
+              emitBinary(OpKind::Reduce, r, result, own);
+            }
+            if (sendMsg != kNone) // all-reduce: all-gather step 0
+              emitSend(r, result, next, sendMsg);
+          } else {
+            // All-gather step u of the all-reduce: block q + 1 - u.
+            const int32_t u = t - (m - 1);
+            BufferRef dst = at(q + 1 - u, work);
+            emitRecv(r, dst, prev, recvMsg);
+            if (sendMsg != kNone)
+              emitSend(r, dst, next, sendMsg);
+          }
+        }
+  st.nextMsg = msgBase + steps * K * ng * m;
+}
 
-enum class Phase { ReduceScatter, AllReduce, AllGather };
+namespace {
 
 class HierLowering {
 public:
@@ -46,132 +143,17 @@ public:
   Schedule run();
 
 private:
-  /// Block `q` (ring position within group `g`) of sub-chunk j, in `kind`.
-  using BlockFn =
-      std::function<BufferRef(int32_t g, int32_t q, int32_t j, BufferKind)>;
-
   const HierRingOptions &o;
   int32_t G, N, K;
   BufferKind work;
   std::vector<int32_t> lorder;
   Schedule s;
-  std::vector<OpId> last;           ///< per rank: end of the current chain
-  std::vector<int32_t> scratchEnd;  ///< per rank
-  MsgId msgBase = 0;
   int32_t base = 0; ///< first unit of the channel being lowered
 
   int32_t unit(int32_t l, int32_t j, int32_t b) const {
     return base + l * N * K + j * N + b;
   }
-
-  void emit(RankId r, Op op) {
-    if (last[r] != kNone)
-      op.deps = {last[r]};
-    auto &ops = s.ranks[r].ops;
-    ops.push_back(std::move(op));
-    last[r] = static_cast<OpId>(ops.size() - 1);
-  }
-  BufferRef newScratch(RankId r, int32_t count) {
-    BufferRef b{BufferKind::Scratch, scratchEnd[r], count};
-    scratchEnd[r] += count;
-    return b;
-  }
-  void emitSend(RankId r, BufferRef src, RankId to, MsgId m) {
-    emit(r, makeSend(src, to, m));
-  }
-
-  void emitRecv(RankId r, BufferRef dst, RankId from, MsgId m) {
-    emit(r, makeRecv(dst, from, m));
-  }
-
-  void emitBinary(OpKind kind, RankId r, BufferRef dst, BufferRef src) {
-    emit(r, makeLocal(kind, dst, src));
-  }
-
-
-  /// One ring phase over `groups` (each a list of ranks in ring order, all of
-  /// the same size). ReduceScatter reads contributions from `src` and leaves
-  /// block q complete in the work buffer of position q; AllReduce and
-  /// AllGather work in place on the work buffer.
-  void phase(Phase kind, const std::vector<std::vector<RankId>> &groups,
-             const BlockFn &blk, BufferKind src);
 };
-
-void HierLowering::phase(Phase kind,
-                         const std::vector<std::vector<RankId>> &groups,
-                         const BlockFn &blk, BufferKind src) {
-  const int32_t m = static_cast<int32_t>(groups[0].size());
-  const int32_t ng = static_cast<int32_t>(groups.size());
-  auto wrap = [m](int32_t q) { return ((q % m) + m) % m; };
-  if (m == 1) {
-    // A group of one: reduce-scatter is a copy out of place, the rest nothing.
-    if (kind == Phase::ReduceScatter && src != work)
-      for (int32_t g = 0; g < ng; ++g)
-        for (int32_t j = 0; j < K; ++j)
-          emitBinary(OpKind::Copy, groups[g][0], blk(g, 0, j, work),
-                     blk(g, 0, j, src));
-    return;
-  }
-  const int32_t steps = kind == Phase::AllReduce ? 2 * m - 1 : m;
-  auto msg = [&](int32_t t, int32_t j, int32_t g, int32_t p) -> MsgId {
-    return msgBase + ((t * K + j) * ng + g) * m + wrap(p);
-  };
-  for (int32_t t = 0; t < steps; ++t)
-    for (int32_t j = 0; j < K; ++j)
-      for (int32_t g = 0; g < ng; ++g)
-        for (int32_t p = 0; p < m; ++p) {
-          const RankId r = groups[g][p], next = groups[g][wrap(p + 1)],
-                       prev = groups[g][wrap(p - 1)];
-          const MsgId sendMsg = t + 1 < steps ? msg(t, j, g, p) : kNone;
-          const MsgId recvMsg = t > 0 ? msg(t - 1, j, g, p - 1) : kNone;
-          auto at = [&](int32_t q, BufferKind k) {
-            return blk(g, wrap(q), j, k);
-          };
-          if (kind == Phase::AllGather) {
-            if (t == 0) {
-              emitSend(r, at(p, work), next, sendMsg);
-            } else {
-              emitRecv(r, at(p - t, work), prev, recvMsg);
-              if (sendMsg != kNone)
-                emitSend(r, at(p - t, work), next, sendMsg);
-            }
-            continue;
-          }
-          // Reduce-scatter part: step t handles the block at p - shift - t.
-          const int32_t shift = kind == Phase::ReduceScatter ? 1 : 0;
-          const BufferKind from = kind == Phase::ReduceScatter ? src : work;
-          if (t == 0) {
-            emitSend(r, at(p - shift, from), next, sendMsg);
-          } else if (t < m - 1) {
-            BufferRef own = at(p - shift - t, from);
-            BufferRef sc = newScratch(r, own.count);
-            emitRecv(r, sc, prev, recvMsg);
-            emitBinary(OpKind::Reduce, r, sc, own);
-            emitSend(r, sc, next, sendMsg);
-          } else if (t == m - 1) {
-            const int32_t q = p - shift - t;
-            BufferRef own = at(q, from), result = at(q, work);
-            if (from == work) {
-              BufferRef sc = newScratch(r, own.count);
-              emitRecv(r, sc, prev, recvMsg);
-              emitBinary(OpKind::Reduce, r, result, sc);
-            } else {
-              emitRecv(r, result, prev, recvMsg);
-              emitBinary(OpKind::Reduce, r, result, own);
-            }
-            if (sendMsg != kNone) // all-reduce: all-gather step 0
-              emitSend(r, result, next, sendMsg);
-          } else {
-            // All-gather step u of the all-reduce: block p + 1 - u.
-            const int32_t u = t - (m - 1);
-            BufferRef dst = at(p + 1 - u, work);
-            emitRecv(r, dst, prev, recvMsg);
-            if (sendMsg != kNone)
-              emitSend(r, dst, next, sendMsg);
-          }
-        }
-  msgBase += steps * K * ng * m;
-}
 
 Schedule HierLowering::run() {
   const int32_t n = o.numRanks, perChannel = G * N * K;
@@ -187,7 +169,7 @@ Schedule HierLowering::run() {
                      .str()
                : o.name;
   s.ranks.resize(n);
-  scratchEnd.assign(n, 0);
+  ChainState st(n);
 
   // Intra-node rings (positions in lorder) and rails (node order).
   std::vector<std::vector<RankId>> intra, rails(G);
@@ -200,22 +182,36 @@ Schedule HierLowering::run() {
       rails[l].push_back(node[l]);
   }
   // Shard of intra position q: the shard of local index lorder[q], N blocks.
-  BlockFn shard = [&](int32_t, int32_t q, int32_t j, BufferKind k) {
+  RingBlockFn shard = [&](int32_t, int32_t q, int32_t j, BufferKind k) {
     return BufferRef{k, unit(lorder[q], j, 0), N};
   };
   // Block q (node position) of shard l on rail l.
-  BlockFn block = [&](int32_t l, int32_t q, int32_t j, BufferKind k) {
+  RingBlockFn block = [&](int32_t l, int32_t q, int32_t j, BufferKind k) {
     return BufferRef{k, unit(l, j, q), 1};
+  };
+  auto spec = [&](RingPhaseKind kind,
+                  const std::vector<std::vector<RankId>> &groups,
+                  const RingBlockFn &blk, BufferKind src) {
+    RingPhaseSpec p;
+    p.kind = kind;
+    p.groups = groups;
+    p.block = blk;
+    p.src = src;
+    p.work = work;
+    p.chunks = K;
+    return p;
   };
   for (int32_t c = 0; c < o.channels; ++c) {
     base = c * perChannel;
-    last.assign(n, kNone);
-    phase(Phase::ReduceScatter, intra, shard, BufferKind::Input);
-    phase(Phase::AllReduce, rails, block, work);
-    phase(Phase::AllGather, intra, shard, work);
+    st.last.assign(n, kNone);
+    emitRingPhase(
+        s, spec(RingPhaseKind::ReduceScatter, intra, shard, BufferKind::Input),
+        st);
+    emitRingPhase(s, spec(RingPhaseKind::AllReduce, rails, block, work), st);
+    emitRingPhase(s, spec(RingPhaseKind::AllGather, intra, shard, work), st);
   }
   for (RankId r = 0; r < n; ++r) {
-    s.ranks[r].scratchChunks = scratchEnd[r];
+    s.ranks[r].scratchChunks = st.scratchEnd[r];
     s.ranks[r].inputChunks = s.chunksPerLoop;
     s.ranks[r].outputChunks = o.inplace ? 0 : s.chunksPerLoop;
   }

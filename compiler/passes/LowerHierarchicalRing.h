@@ -15,6 +15,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,46 @@ struct HierRingOptions {
 /// than 2 nodes, unequal nodes, a rank missing or repeated, bad local order,
 /// counts out of range).
 llvm::Expected<ir::Schedule> lowerHierarchicalRing(const HierRingOptions &o);
+
+/// One exact ring phase over groups of ranks, the building block of the
+/// hierarchical lowerings (hier-ring, and hier-cerar's intra-node phases).
+enum class RingPhaseKind { ReduceScatter, AllReduce, AllGather };
+
+/// Block `pos` (ring position within group `group`) of sub-chunk j, in the
+/// buffer `kind`.
+using RingBlockFn = std::function<ir::BufferRef(
+    int32_t group, int32_t pos, int32_t j, ir::BufferKind kind)>;
+
+struct RingPhaseSpec {
+  RingPhaseKind kind = RingPhaseKind::ReduceScatter;
+  /// Each group lists its ranks in ring order; all groups have one size.
+  std::vector<std::vector<ir::RankId>> groups;
+  RingBlockFn block;
+  /// ReduceScatter reads the contributions from `src` and leaves block q
+  /// complete in the `work` buffer of position q; AllReduce and AllGather
+  /// work in place on `work`.
+  ir::BufferKind src = ir::BufferKind::Input;
+  ir::BufferKind work = ir::BufferKind::Output;
+  int32_t chunks = 1; ///< sub-chunks per block (pipelining)
+};
+
+/// Chain state shared by the phases of one lowering: per rank the last op
+/// of its dependency chain (kNone: none yet) and the next free scratch
+/// chunk, and the next free message id.
+struct ChainState {
+  std::vector<ir::OpId> last;
+  std::vector<int32_t> scratchEnd;
+  ir::MsgId nextMsg = 0;
+  explicit ChainState(int32_t numRanks)
+      : last(numRanks, ir::kNone), scratchEnd(numRanks, 0) {}
+};
+
+/// Appends the phase to `s` (whose ranks exist), emitted step-major (for
+/// step t, sub-chunk j, group, position) so every connection carries its
+/// messages in the same order on both ends; every op depends on the
+/// previous op of its rank's chain. Partial sums that are only forwarded
+/// live in fresh scratch slots.
+void emitRingPhase(ir::Schedule &s, const RingPhaseSpec &p, ChainState &st);
 
 } // namespace topocc::passes
 

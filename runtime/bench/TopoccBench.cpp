@@ -393,6 +393,7 @@ int runMain(int argc, char **argv) {
         meta.topologyHash = backends::topologyHash(*topo);
         meta.algorithm = compiled->algorithm;
         meta.errorBound = compiled->codedError;
+        meta.roundoffGain = compiled->codedRoundoffGain;
         auto p = Plan::fromSchedule(std::move(compiled->schedule), meta);
         if (p)
           plan = std::move(*p);
@@ -413,7 +414,8 @@ int runMain(int argc, char **argv) {
   Bench b(o, *plan, *dtype, tr);
   const ir::Schedule &s = plan->schedule();
   bool baseline = o.baseline == "mpi";
-  const double bound = plan->meta().errorBound; // > 0: a coded plan
+  // > 0: a coded plan; includes the dtype's rounding amplified by the code.
+  const double bound = valueErrorBound(plan->meta(), *dtype);
   const bool coded = bound > 0;
   bool overBound = false;
   if (rank == 0) {
@@ -428,10 +430,12 @@ int runMain(int argc, char **argv) {
         s.numChannels, backends::formatHash(plan->hash()), algo);
     if (coded)
       llvm::outs() << llvm::formatv(
-          "# coded plan: error bound {0:e} (relerr = max|got - exact| / "
-          "max|exact| over all elements and ranks; '!' marks relerr > "
-          "bound)\n",
-          bound);
+          "# coded plan: error bound {0:e} = {1:e} (code) + {2:e} (unit "
+          "roundoff of {3}) x {4:e} (roundoff gain); relerr = max|got - "
+          "exact| / max|exact| over all elements and ranks; '!' marks relerr "
+          "> bound\n",
+          bound, plan->meta().errorBound, unitRoundoff(*dtype),
+          dtypeName(*dtype), plan->meta().roundoffGain);
     llvm::outs() << llvm::formatv("# iters {0}, warmup {1}, check {2}\n",
                                   o.iters, o.warmup, o.check);
     // The plan's check column: #wrong (6 wide) or relerr(bound) (18 wide).

@@ -162,7 +162,7 @@ int runPlanFiles(const Args &a, MpiTransport &tr) {
     ir::Collective coll = plan->schedule().collective;
     bool inplace = plan->schedule().inplace;
     // > 0: coded (CERAR)
-    const double bound = plan->meta().errorBound * a.boundScale;
+    const double bound = valueErrorBound(plan->meta(), dtype) * a.boundScale;
     long long wrong = 0, checked = 0;
     double maxDiff = 0, maxExact = 0;
     std::vector<size_t> usedCounts;
@@ -215,10 +215,10 @@ int runPlanFiles(const Args &a, MpiTransport &tr) {
     double maxima[2] = {maxDiff, maxExact}, worst[2] = {0, 0};
     MPI_Allreduce(maxima, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double relErr = worst[1] > 0 ? worst[0] / worst[1] : worst[0];
-    // A coded plan passes when its relative error is within the bound (the
-    // 1e-6 slack covers fp32 rounding of exact coefficients); an exact one
-    // when no element differs.
-    bool bad = bound > 0 ? !(relErr <= bound + 1e-6) : sums[0] != 0;
+    // A coded plan passes when its relative error is within the bound
+    // (runtime::valueErrorBound: the code's error plus the dtype's rounding
+    // amplified by the code); an exact one when no element differs.
+    bool bad = bound > 0 ? !(relErr <= bound) : sums[0] != 0;
     allWrong += bad;
     std::string counts = llvm::join(
         llvm::map_range(usedCounts, [](size_t c) { return std::to_string(c); }),

@@ -1,7 +1,7 @@
 //===- tools/topocc/CompileCommand.cpp - `topocc compile` -----------------===//
 //
 // `topocc compile TOPO.yaml --collective C --algorithm ring|hier-ring|trees|
-// cerar|auto ...
+// cerar|hier-cerar|auto ...
 // --emit msccl-xml|ir|nccl-graph -o FILE` runs the pipeline
 // (compiler/Pipeline.h) on the topology: the ring algorithm uses the ring
 // search's rings for --size unless --ring gives an order (or rank-order);
@@ -215,23 +215,26 @@ llvm::Error runCompile(const CompileOptions &opts) {
       return makeUserError("--trees-per-root applies to --algorithm trees");
     req.treesPerRoot = k;
   }
-  const bool codedAlgorithm =
-      opts.algorithm == "cerar" || opts.algorithm == "auto";
+  const bool codedAlgorithm = opts.algorithm == "cerar" ||
+                              opts.algorithm == "hier-cerar" ||
+                              opts.algorithm == "auto";
   if (!codedAlgorithm &&
       (opts.components != 0 || opts.tolerance != 0 || opts.kappaMax != 0 ||
        opts.seam != 0 || opts.wireDtype != "fp32"))
     return makeUserError("--components, --tolerance, --wire-dtype, "
                          "--kappa-max and --cerar-rotate-seam apply to "
-                         "--algorithm cerar or auto");
+                         "--algorithm cerar, hier-cerar or auto");
   if (opts.components < 0 || opts.kappaMax < 0 || opts.seam < 0)
     return makeUserError(
         "--components, --kappa-max and --cerar-rotate-seam must not be "
         "negative");
-  if (opts.algorithm == "cerar" && opts.emit == "msccl-xml")
+  if ((opts.algorithm == "cerar" || opts.algorithm == "hier-cerar") &&
+      opts.emit == "msccl-xml")
     return makeUserError(
-        "--algorithm cerar produces a coded schedule (linear combinations "
-        "with coefficients and subtraction) that the MSCCL executor cannot "
-        "run; use --emit plan (topocc runtime) or --emit ir");
+        "--algorithm " + opts.algorithm +
+        " produces a coded schedule (linear combinations with coefficients "
+        "and subtraction) that the MSCCL executor cannot run; use --emit "
+        "plan (topocc runtime) or --emit ir");
   req.components = opts.components;
   req.tolerance = opts.tolerance;
   req.wireDtype = opts.wireDtype;
@@ -302,6 +305,7 @@ llvm::Error runCompile(const CompileOptions &opts) {
     timingsPending = true;
     meta.algorithm = plan->algorithm;
     meta.errorBound = plan->codedError;
+    meta.roundoffGain = plan->codedRoundoffGain;
     if (opts.explain)
       for (const std::string &line : plan->explain)
         explainLines += line + "\n";
@@ -381,7 +385,8 @@ void registerCompileCommand(CLI::App &app) {
   cmd->add_option("--algorithm", opts->algorithm,
                   "Algorithm: ring, hier-ring (multi-node all-reduce), "
                   "trees (ForestColl spanning trees), cerar (coded "
-                  "all-reduce) or auto (the fastest by the cost model)")
+                  "all-reduce), hier-cerar (exact intra-node phases, CERAR "
+                  "across nodes) or auto (the fastest by the cost model)")
       ->capture_default_str();
   cmd->add_option("--channels", opts->channels,
                   "Rings (MSCCL channels), or auto (the ring search chooses); "

@@ -37,7 +37,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Process.h"
 
 #include <cmath>
@@ -62,6 +61,7 @@ struct WhatIfOptions {
   int timeSimulation = 0;
   std::string trace;
   std::string svg;
+  bool explain = false;
 };
 
 /// The ring lowering with MSCCL's fused primitives. Simulating needs no
@@ -157,8 +157,9 @@ analysis::WhatIfAlgorithm compiledAlgorithm(std::string name,
     req.collective = ctx.settings.collective;
     req.algorithm = name;
     // CERAR's messages are its components: no pipelining chunks.
-    req.chunks = name == "cerar" ? 1 : ctx.settings.chunks;
-    if (name == "cerar" || name == "auto")
+    const bool coded = name == "cerar" || name == "hier-cerar";
+    req.chunks = coded ? 1 : ctx.settings.chunks;
+    if (coded || name == "auto")
       req.tolerance = ctx.settings.tolerance;
     if (ctx.largestBytes > 0)
       req.bytes = ctx.largestBytes;
@@ -199,6 +200,10 @@ analysis::WhatIfRegistry makeRegistry() {
   r.add(compiledAlgorithm("cerar", "CERAR coded all-reduce, compiled for the "
                                    "largest size (`compile --algorithm "
                                    "cerar`, needs --tolerance)"));
+  r.add(compiledAlgorithm("hier-cerar", "hierarchical CERAR (exact "
+                                        "intra-node phases, CERAR per rail), "
+                                        "compiled for the largest size, "
+                                        "needs --tolerance"));
   r.add(compiledAlgorithm("auto", "what `compile --algorithm auto` chooses "
                                   "for the largest size"));
   return r;
@@ -236,59 +241,27 @@ llvm::Expected<std::vector<Variant>> variants(const topo::Topology &base,
   return out;
 }
 
-/// Adds Chrome trace flow events (arrows) for the simulator's dependencies
-/// between transfers (SimResult::flows) to `trace`, the JSON of
-/// backends::writeChromeTrace, whose complete ("X") events are r.transfers
-/// in order. Each flow is a start ("s") inside its source slice and a finish
-/// ("f", binding point "e": the enclosing slice) inside its target slice,
-/// both at the slice's midpoint (so each binds to exactly that slice), with
-/// one id per flow; category "hop" (next hop of one message) or "release"
-/// (a message whose arrival released the next send).
-llvm::Expected<std::string> addTraceFlows(llvm::StringRef trace,
-                                          const analysis::SimResult &r) {
-  auto parsed = llvm::json::parse(trace);
-  if (!parsed)
-    return parsed.takeError();
-  llvm::json::Object *root = parsed->getAsObject();
-  llvm::json::Array *events = root ? root->getArray("traceEvents") : nullptr;
-  if (!events)
-    return makeUserError("internal: trace JSON has no traceEvents");
-  std::vector<int64_t> tid;
-  for (const llvm::json::Value &e : *events) {
-    const llvm::json::Object *o = e.getAsObject();
-    if (o && o->getString("ph") == llvm::StringRef("X"))
-      tid.push_back(o->getInteger("tid").getValueOr(0));
+/// --explain: where each simulated algorithm's time goes on the base
+/// topology at the largest size, beside the cost model's estimate.
+llvm::Error explainAlgorithms(
+    llvm::raw_ostream &os, const topo::Topology &t,
+    llvm::ArrayRef<const analysis::WhatIfAlgorithm *> algos,
+    const analysis::WhatIfSettings &settings, double bytes) {
+  analysis::LinkModel m(t);
+  analysis::WhatIfContext ctx{t, m, settings, bytes};
+  std::vector<std::pair<std::string, analysis::WhatIfBreakdown>> rows;
+  for (const analysis::WhatIfAlgorithm *a : algos) {
+    auto eval = a->make(ctx);
+    if (!eval)
+      return eval.takeError();
+    auto b = (*eval)->breakdown(bytes);
+    if (!b)
+      return b.takeError();
+    if (*b)
+      rows.push_back({a->name, std::move(**b)});
   }
-  if (tid.size() != r.transfers.size())
-    return makeUserError("internal: trace slices do not match the transfers");
-  auto mid = [&](int i) {
-    return (r.transfers[i].start + r.transfers[i].end) / 2 * 1e6;
-  };
-  int64_t id = 0;
-  for (const analysis::SimFlow &f : r.flows) {
-    ++id;
-    llvm::StringRef cat = f.sameMessage ? "hop" : "release";
-    std::string name =
-        llvm::formatv("msg {0} -> msg {1}", r.transfers[f.from].message,
-                      r.transfers[f.to].message)
-            .str();
-    events->push_back(llvm::json::Object{{"ph", "s"},
-                                         {"id", id},
-                                         {"name", name},
-                                         {"cat", cat},
-                                         {"pid", 1},
-                                         {"tid", tid[f.from]},
-                                         {"ts", mid(f.from)}});
-    events->push_back(llvm::json::Object{{"ph", "f"},
-                                         {"bp", "e"},
-                                         {"id", id},
-                                         {"name", name},
-                                         {"cat", cat},
-                                         {"pid", 1},
-                                         {"tid", tid[f.to]},
-                                         {"ts", mid(f.to)}});
-  }
-  return llvm::formatv("{0:1}", *parsed).str() + "\n";
+  analysis::printWhatIfBreakdowns(os, bytes, rows);
+  return llvm::Error::success();
 }
 
 /// --trace: the first simulated algorithm on the base topology at the
@@ -315,17 +288,16 @@ llvm::Error writeTrace(const topo::Topology &t,
                                       ir::collectiveName(settings.collective),
                                       static_cast<int64_t>(bytes), t.name())
                             .str();
-    auto json = addTraceFlows(backends::writeChromeTrace(**run, names, title),
-                              **run);
-    if (!json)
-      return json.takeError();
-    return writeOutputFile(path, *json);
+    return writeOutputFile(path,
+                           backends::writeChromeTrace(**run, names, title));
   }
   return makeUserError("--trace needs a simulated algorithm that applies "
                        "(ring, rank-ring, trees or hier-ring) in --algorithms");
 }
 
 llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
+  if (opts.explain && opts.format != "table")
+    return makeUserError("--explain needs --format table");
   if (opts.format != "table" && opts.format != "csv" && opts.format != "json")
     return makeUserError("unknown --format '" + opts.format +
                          "' (expected table, csv or json)");
@@ -444,6 +416,10 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
     analysis::printWhatIfJson(os, report);
   else
     analysis::printWhatIfTable(os, report);
+  if (opts.explain)
+    if (auto err = explainAlgorithms(os, *base, *algos, settings,
+                                     sizes->back()))
+      return err;
   os.flush();
   return writeOutputFile(opts.output, out);
 }
@@ -463,7 +439,7 @@ void registerWhatIfCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--algorithms", opts->algorithms,
                   "Comma-separated: ring, rank-ring, nccl-model, bound, trees, "
-                  "hier-ring")
+                  "hier-ring, cerar, hier-cerar, auto")
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenarios,
                   "A scenario of the topology file (repeatable; a sweep "
@@ -496,6 +472,10 @@ void registerWhatIfCommand(CLI::App &app) {
   cmd->add_option("--svg", opts->svg,
                   "Write busbw vs message size as an SVG plot (one line per "
                   "algorithm and scenario, the bound dashed)");
+  cmd->add_flag("--explain", opts->explain,
+               "After the table: each simulated algorithm's critical path "
+               "(compute, network), busiest link and the cost model's "
+               "estimate at the largest size on the base topology");
   cmd->add_option("--format", opts->format, "table, csv or json")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "Output file ('-': stdout)")

@@ -152,14 +152,15 @@ TEST(CompileRingsTest, HierRingCompilesVerifiesAndIsCosted) {
 TEST(CompileRingsTest, Mi250x2RingsSeededFromTheNodeSolution) {
   // Before seeding: 8 node-major channels found rail by rail, 127.17 GB/s
   // busbw at 1 GiB, bottlenecked by an xGMI link; seeded from mi250's own
-  // 4-ring solution the intra-node load spreads like on one node.
+  // 4-ring solution the intra-node load spreads like on one node (169.4
+  // GB/s with the reductions' memory traffic charged, ComputeModel.h).
   topo::Topology t = library("mi250x2.yaml");
   LinkModel m(t);
   RingSearchOptions so; // allreduce, 1 GiB, auto channels
   auto found = searchRings(t, m, so);
   ASSERT_TRUE(bool(found)) << llvm::toString(found.takeError());
   EXPECT_EQ(found->method, "node-major seeded");
-  EXPECT_GT(found->cost.busbw, 170e9);
+  EXPECT_GT(found->cost.busbw, 165e9);
   for (const RingChannel &rc : found->rings) {
     // Node-major: ranks 0..15 first, then 16..31, entering through a NIC.
     for (size_t i = 0; i < 16; ++i)

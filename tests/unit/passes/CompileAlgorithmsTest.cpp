@@ -82,16 +82,30 @@ TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
   EXPECT_NE(tight.find("above the plan's error bound"), std::string::npos)
       << tight;
 
-  // The plan file carries the bound; loading re-checks it.
+  // The rounding gain is the encoders' condition number times the rounds.
+  EXPECT_GT(plan->codedRoundoffGain, 1.0);
+
+  // The plan file carries the bound and the gain; loading re-checks it.
   backends::PlanMeta meta;
   meta.algorithm = plan->algorithm;
   meta.errorBound = plan->codedError;
+  meta.roundoffGain = plan->codedRoundoffGain;
   auto json = backends::planToJson(plan->schedule, meta);
   ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
   EXPECT_NE(json->find("\"errorBound\""), std::string::npos);
   auto loaded = backends::parsePlanJson(*json, "cerar.json");
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
   EXPECT_DOUBLE_EQ(loaded->meta.errorBound, plan->codedError);
+  EXPECT_DOUBLE_EQ(loaded->meta.roundoffGain, plan->codedRoundoffGain);
+  std::string negative = errorMessage(
+      backends::parsePlanJson(
+          llvm::StringRef(*json).str().replace(json->find("\"roundoffGain\": "),
+                                               16, "\"roundoffGain\": -"),
+          "cerar.json")
+          .takeError());
+  EXPECT_NE(negative.find("$.roundoffGain: expected a non-negative number"),
+            std::string::npos)
+      << negative;
   // An exact plan file (no bound) with the same ops is rejected.
   backends::PlanMeta exactMeta = meta;
   exactMeta.errorBound = 0;

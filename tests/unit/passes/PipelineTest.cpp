@@ -154,7 +154,7 @@ TEST(PipelineTest, UserErrorsPassThrough) {
   ASSERT_FALSE(bool(plan));
   EXPECT_EQ(topocc::testing::errorMessage(plan.takeError()),
             "unknown --algorithm 'tree'; expected 'ring', 'hier-ring', "
-            "'trees', 'cerar' or 'auto'");
+            "'trees', 'cerar', 'hier-cerar' or 'auto'");
   req.algorithm = "trees";
   plan = compile(3, req, log);
   ASSERT_FALSE(bool(plan));

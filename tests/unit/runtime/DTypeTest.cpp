@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/DType.h"
+#include "runtime/Interpreter.h"
 
 #include "gtest/gtest.h"
 
@@ -58,6 +59,21 @@ TEST(DType, AxpbyAliasesAndCoefficients) {
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(loadElement(x.data(), i, t), float(i % 9) / 2);
   }
+}
+
+TEST(DType, UnitRoundoffAndTheCodedBound) {
+  EXPECT_EQ(unitRoundoff(DType::F32), 0x1p-24);
+  EXPECT_EQ(unitRoundoff(DType::F16), 0x1p-11);
+  EXPECT_EQ(unitRoundoff(DType::BF16), 0x1p-8);
+  // Every fp32 value v has |fl(v) - v| <= u |v|.
+  double v = 1.0 / 3.0;
+  EXPECT_LE(std::fabs(double(float(v)) - v), unitRoundoff(DType::F32) * v);
+  topocc::backends::PlanMeta m;
+  EXPECT_EQ(valueErrorBound(m, DType::F32), 0.0); // exact plan
+  m.errorBound = 1e-3;
+  m.roundoffGain = 1e4;
+  EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::F32), 1e-3 + 1e4 * 0x1p-24);
+  EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::BF16), 1e-3 + 1e4 * 0x1p-8);
 }
 
 TEST(DType, Names) {
