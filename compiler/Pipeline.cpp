@@ -12,6 +12,7 @@
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/algorithms/RingSearch.h"
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/ComputeModel.h"
 #include "compiler/passes/AssignChannels.h"
 #include "compiler/passes/AssignThreadblocks.h"
 #include "compiler/passes/Fuse.h"
@@ -681,7 +682,8 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
 /// --algorithm auto: compiles every applicable algorithm (CERAR only with a
 /// tolerance, with the policy's c, CERAR.md 5.4) and keeps the one with the
 /// least predicted time at req.bytes (analysis::estimateSchedule on each
-/// final schedule), then compiles the winner again with the caller's logger.
+/// final schedule, or the simulator when req.autoSimMode is set); the
+/// winner's plan is returned (compiled again only for the caller's logger).
 llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
                                          const CompileRequest &req,
                                          PassLogger &log) {
@@ -689,6 +691,24 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
     return makeUserError("--algorithm auto compares the algorithms on the "
                          "topology; give one");
   analysis::LinkModel m(*t);
+  // The predicted time of a candidate: the cost model, or the simulator
+  // when the caller asks for it (whatif's auto column).
+  struct Price {
+    double time;
+  };
+  auto price = [&](const Schedule &s) -> llvm::Expected<Price> {
+    if (!req.autoSimMode) {
+      auto cost = analysis::estimateSchedule(s, m, req.bytes);
+      if (!cost)
+        return cost.takeError();
+      return Price{cost->time};
+    }
+    auto time = analysis::simulateTime(*t, s, req.bytes, *req.autoSimMode,
+                                       req.autoReduceBandwidth);
+    if (!time)
+      return time.takeError();
+    return Price{*time};
+  };
   std::vector<std::string> lines;
   std::string best;
   std::optional<CompiledPlan> bestPlan;
@@ -746,7 +766,7 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
                           .str());
       continue;
     }
-    auto cost = analysis::estimateSchedule(plan->schedule, m, req.bytes);
+    auto cost = price(plan->schedule);
     if (!cost)
       return cost.takeError();
     if (a == Algorithm::Ring)
@@ -777,7 +797,7 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       auto plan = compileOn(t, t->numRanks(), sub, quiet);
       if (!plan)
         return plan.takeError();
-      auto cost = analysis::estimateSchedule(plan->schedule, m, req.bytes);
+      auto cost = price(plan->schedule);
       if (!cost)
         return cost.takeError();
       lines.push_back(llvm::formatv("auto: cerar c = {0}: the policy "
@@ -817,7 +837,7 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       auto plan = compileOn(t, t->numRanks(), sub, quiet);
       if (!plan)
         return plan.takeError();
-      auto cost = analysis::estimateSchedule(plan->schedule, m, req.bytes);
+      auto cost = price(plan->schedule);
       if (!cost)
         return cost.takeError();
       lines.push_back(llvm::formatv("auto: hier-cerar c = {0}: the policy "

@@ -15,6 +15,7 @@
 #include "backends/NcclGraphXml.h"
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/Simulator.h"
 #include "compiler/passes/LowerTrees.h"
 #include "compiler/topology/Topology.h"
 #include "ir/Schedule.h"
@@ -84,6 +85,12 @@ struct CompileRequest {
   /// auto: whether coded (CERAR) schedules may be chosen; false when the
   /// output cannot carry them (MSCCL XML).
   bool allowCoded = true;
+  /// auto: price the candidates with the event simulator in this mode (and
+  /// reduce bandwidth, nullopt: the GPU models') instead of the cost model
+  /// (analysis::estimateSchedule). whatif sets it so that its auto column
+  /// is the fastest of the columns it simulates.
+  std::optional<analysis::SimMode> autoSimMode;
+  std::optional<double> autoReduceBandwidth;
   bool verifyEach = false;      ///< verify after every pass, not only twice
   std::string name;             ///< schedule name; derived when empty
 };

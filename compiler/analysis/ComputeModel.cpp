@@ -69,10 +69,14 @@ std::vector<double> memoryBandwidthsFor(const topo::Topology &t,
 }
 
 llvm::Expected<double> simulateTime(const topo::Topology &t,
-                                    const ir::Schedule &s, double bytes) {
+                                    const ir::Schedule &s, double bytes,
+                                    SimMode mode,
+                                    std::optional<double> reduceBandwidth) {
   LinkModel m(t);
   SimOptions o;
   o.bytes = bytes;
+  o.mode = mode;
+  o.reduceBandwidth = reduceBandwidth;
   auto r = simulate(s, m, o);
   if (!r)
     return r.takeError();

@@ -15,6 +15,7 @@
 #ifndef TOPOCC_COMPILER_ANALYSIS_COMPUTEMODEL_H
 #define TOPOCC_COMPILER_ANALYSIS_COMPUTEMODEL_H
 
+#include "compiler/analysis/Simulator.h"
 #include "compiler/topology/Topology.h"
 #include "ir/Schedule.h"
 
@@ -58,8 +59,10 @@ std::vector<double> memoryBandwidthsFor(const topo::Topology &t,
 /// the GPU models' memory bandwidths. Prices link contention (shared PCIe
 /// switches, host bridges) that estimateSchedule's max-over-links term
 /// averages away; for ranking candidate schedules. User errors as simulate.
-llvm::Expected<double> simulateTime(const topo::Topology &t,
-                                    const ir::Schedule &s, double bytes);
+llvm::Expected<double>
+simulateTime(const topo::Topology &t, const ir::Schedule &s, double bytes,
+             SimMode mode = SimMode::StoreAndForward,
+             std::optional<double> reduceBandwidth = std::nullopt);
 
 } // namespace topocc::analysis
 

@@ -161,6 +161,12 @@ analysis::WhatIfAlgorithm compiledAlgorithm(std::string name,
     req.chunks = coded ? 1 : ctx.settings.chunks;
     if (coded || name == "auto")
       req.tolerance = ctx.settings.tolerance;
+    // auto picks by the same simulation this table shows (mode, reduce
+    // bandwidth), so its column is the fastest of the candidates.
+    if (name == "auto") {
+      req.autoSimMode = ctx.settings.mode;
+      req.autoReduceBandwidth = ctx.settings.reduceBandwidth;
+    }
     if (ctx.largestBytes > 0)
       req.bytes = ctx.largestBytes;
     PassLogger log;
