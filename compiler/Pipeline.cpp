@@ -723,6 +723,24 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       bestPlan = std::move(plan);
     }
   };
+  // A coded candidate with the policy's c: compiled quietly, priced like
+  // the others, with the policy's own prediction on the line before.
+  auto considerCoded = [&](CompileRequest sub, llvm::StringRef name, int c,
+                           const llvm::Twine &policy) -> llvm::Error {
+    sub.algorithm = name.str();
+    sub.components = c;
+    PassLogger quiet;
+    auto plan = compileOn(t, t->numRanks(), sub, quiet);
+    if (!plan)
+      return plan.takeError();
+    auto cost = price(plan->schedule);
+    if (!cost)
+      return cost.takeError();
+    lines.push_back(
+        llvm::formatv("auto: {0} c = {1}: {2}", name, c, policy.str()).str());
+    consider(name, cost->time, *plan);
+    return llvm::Error::success();
+  };
   const bool multiNode = nodeRanks(*t).size() >= 2;
   int64_t treesK = req.treesPerRoot; // the trees candidate's k
   for (Algorithm a : {Algorithm::Ring, Algorithm::HierRing, Algorithm::Trees}) {
@@ -791,22 +809,11 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       lines.push_back("auto: cerar not chosen (" + cp->decision.reason + ")");
     } else {
       // The policy's c, compiled and priced like the others.
-      sub.algorithm = "cerar";
-      sub.components = cp->design->components;
-      PassLogger quiet;
-      auto plan = compileOn(t, t->numRanks(), sub, quiet);
-      if (!plan)
-        return plan.takeError();
-      auto cost = price(plan->schedule);
-      if (!cost)
-        return cost.takeError();
-      lines.push_back(llvm::formatv("auto: cerar c = {0}: the policy "
-                                    "predicts {1:F3}x the ring's time",
-                                    cp->design->components,
-                                    cp->decision.cerarTime /
-                                        cp->decision.ringTime)
-                          .str());
-      consider("cerar", cost->time, *plan);
+      if (auto err = considerCoded(
+              sub, "cerar", cp->design->components,
+              llvm::formatv("the policy predicts {0:F3}x the ring's time",
+                            cp->decision.cerarTime / cp->decision.ringTime)))
+        return err;
     }
   }
   // Hierarchical CERAR: exact intra-node phases, CERAR on the rails. Only
@@ -831,21 +838,11 @@ llvm::Expected<CompiledPlan> compileAuto(const topo::Topology *t,
       lines.push_back("auto: hier-cerar not chosen (rail: " +
                       hp->plan.decision.reason + ")");
     } else {
-      sub.algorithm = "hier-cerar";
-      sub.components = hp->plan.design->components;
-      PassLogger quiet;
-      auto plan = compileOn(t, t->numRanks(), sub, quiet);
-      if (!plan)
-        return plan.takeError();
-      auto cost = price(plan->schedule);
-      if (!cost)
-        return cost.takeError();
-      lines.push_back(llvm::formatv("auto: hier-cerar c = {0}: the policy "
-                                    "predicts {1:F3}x hier-ring's time",
-                                    hp->plan.design->components,
-                                    hp->plan.hierCerar / hp->plan.hierRing)
-                          .str());
-      consider("hier-cerar", cost->time, *plan);
+      if (auto err = considerCoded(
+              sub, "hier-cerar", hp->plan.design->components,
+              llvm::formatv("the policy predicts {0:F3}x hier-ring's time",
+                            hp->plan.hierCerar / hp->plan.hierRing)))
+        return err;
     }
   }
   if (best.empty())

@@ -41,33 +41,7 @@ llvm::Error checkOptions(const HierCerarOptions &o) {
                                      "topology has {1} nodes",
                                      o.design.ranks, o.nodes.size()));
   const size_t g = o.nodes[0].size();
-  std::vector<int> seen(std::max(o.numRanks, 0), 0);
-  for (size_t i = 0; i < o.nodes.size(); ++i) {
-    if (o.nodes[i].size() != g || g == 0)
-      problems.push_back(llvm::formatv(
-          "hier-cerar needs the same number of GPUs on every node: node {0} "
-          "has {1}, node 0 has {2}",
-          i, o.nodes[i].size(), g));
-    for (RankId r : o.nodes[i])
-      if (r < 0 || r >= o.numRanks)
-        problems.push_back(llvm::formatv("rank {0} is out of range 0..{1}", r,
-                                         o.numRanks - 1));
-      else if (seen[r]++ == 1)
-        problems.push_back(
-            llvm::formatv("rank {0} is on more than one node", r));
-  }
-  for (int32_t r = 0; r < o.numRanks; ++r)
-    if (!seen[r])
-      problems.push_back(llvm::formatv("rank {0} is on no node", r));
-  if (!o.localOrder.empty()) {
-    std::vector<int> used(g, 0);
-    bool ok = o.localOrder.size() == g;
-    for (int32_t l : o.localOrder)
-      ok = ok && l >= 0 && static_cast<size_t>(l) < g && used[l]++ == 0;
-    if (!ok)
-      problems.push_back(llvm::formatv(
-          "the intra-node order must be a permutation of 0..{0}", g - 1));
-  }
+  checkNodeLayout(o.nodes, o.numRanks, o.localOrder, "hier-cerar", problems);
   const int64_t units = int64_t(g) * o.design.components;
   if (units > 32767)
     problems.push_back(llvm::formatv(

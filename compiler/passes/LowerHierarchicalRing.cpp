@@ -25,6 +25,39 @@ namespace topocc::passes {
 
 using namespace ir;
 
+void checkNodeLayout(const std::vector<std::vector<RankId>> &nodes,
+                     int32_t numRanks, llvm::ArrayRef<int32_t> localOrder,
+                     llvm::StringRef what, std::vector<std::string> &problems) {
+  const size_t g = nodes[0].size();
+  std::vector<int> seen(std::max(numRanks, 0), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].size() != g || g == 0)
+      problems.push_back(llvm::formatv(
+          "{0} needs the same number of GPUs on every node: node {1} has {2}, "
+          "node 0 has {3}",
+          what, i, nodes[i].size(), g));
+    for (RankId r : nodes[i])
+      if (r < 0 || r >= numRanks)
+        problems.push_back(
+            llvm::formatv("rank {0} is out of range 0..{1}", r, numRanks - 1));
+      else if (seen[r]++ == 1)
+        problems.push_back(
+            llvm::formatv("rank {0} is on more than one node", r));
+  }
+  for (int32_t r = 0; r < numRanks; ++r)
+    if (!seen[r])
+      problems.push_back(llvm::formatv("rank {0} is on no node", r));
+  if (!localOrder.empty()) {
+    std::vector<int> used(g, 0);
+    bool ok = localOrder.size() == g;
+    for (int32_t l : localOrder)
+      ok = ok && l >= 0 && static_cast<size_t>(l) < g && used[l]++ == 0;
+    if (!ok)
+      problems.push_back(llvm::formatv(
+          "the intra-node order must be a permutation of 0..{0}", g - 1));
+  }
+}
+
 void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
   const std::vector<std::vector<RankId>> &groups = p.groups;
   const RingPhaseKind kind = p.kind;
@@ -240,33 +273,8 @@ llvm::Expected<Schedule> lowerHierarchicalRing(const HierRingOptions &o) {
   if (!problems.empty())
     return makeUserError(llvm::join(problems, "\n"));
   const size_t g = o.nodes[0].size();
-  std::vector<int> seen(std::max(o.numRanks, 0), 0);
-  for (size_t i = 0; i < o.nodes.size(); ++i) {
-    if (o.nodes[i].size() != g || g == 0)
-      problems.push_back(llvm::formatv(
-          "the hierarchical ring needs the same number of GPUs on every node: "
-          "node {0} has {1}, node 0 has {2}",
-          i, o.nodes[i].size(), g));
-    for (RankId r : o.nodes[i])
-      if (r < 0 || r >= o.numRanks)
-        problems.push_back(
-            llvm::formatv("rank {0} is out of range 0..{1}", r, o.numRanks - 1));
-      else if (seen[r]++ == 1)
-        problems.push_back(
-            llvm::formatv("rank {0} is on more than one node", r));
-  }
-  for (int32_t r = 0; r < o.numRanks; ++r)
-    if (!seen[r])
-      problems.push_back(llvm::formatv("rank {0} is on no node", r));
-  if (!o.localOrder.empty()) {
-    std::vector<int> used(g, 0);
-    bool ok = o.localOrder.size() == g;
-    for (int32_t l : o.localOrder)
-      ok = ok && l >= 0 && static_cast<size_t>(l) < g && used[l]++ == 0;
-    if (!ok)
-      problems.push_back(llvm::formatv(
-          "the intra-node order must be a permutation of 0..{0}", g - 1));
-  }
+  checkNodeLayout(o.nodes, o.numRanks, o.localOrder, "the hierarchical ring",
+                  problems);
   const int64_t units =
       int64_t(o.channels) * int64_t(g) * int64_t(o.nodes.size()) * o.chunks;
   if (units > 32767)

@@ -13,6 +13,8 @@
 
 #include "ir/Schedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <functional>
@@ -83,6 +85,14 @@ struct ChainState {
 /// previous op of its rank's chain. Partial sums that are only forwarded
 /// live in fresh scratch slots.
 void emitRingPhase(ir::Schedule &s, const RingPhaseSpec &p, ChainState &st);
+
+/// Appends to `problems` what is wrong with a node layout: nodes of
+/// different sizes (`what` names the algorithm), ranks out of range, on
+/// two nodes or on none, a local order that is not a permutation.
+/// REQUIRES: nodes is not empty.
+void checkNodeLayout(const std::vector<std::vector<ir::RankId>> &nodes,
+                     int32_t numRanks, llvm::ArrayRef<int32_t> localOrder,
+                     llvm::StringRef what, std::vector<std::string> &problems);
 
 } // namespace topocc::passes
 
