@@ -41,7 +41,9 @@ namespace {
 struct CompileOptions {
   std::string topology;
   std::string collective;
-  std::string algorithm = "ring";
+  /// Empty: ring, or auto when --tolerance allows approximation (then the
+  /// cost model chooses among exact and coded plans, hier-cerar included).
+  std::string algorithm;
   std::string channels; ///< empty: 1, or auto for --algorithm auto
   int chunks = 1;
   std::string ring;
@@ -183,7 +185,10 @@ std::string summary(const ir::Schedule &s, const CompileOptions &opts,
       .str();
 }
 
-llvm::Error runCompile(const CompileOptions &opts) {
+llvm::Error runCompile(const CompileOptions &given) {
+  CompileOptions opts = given;
+  if (opts.algorithm.empty())
+    opts.algorithm = opts.tolerance > 0 ? "auto" : "ring";
   if (auto err = checkEmit(opts.emit))
     return err;
   if (opts.inplace && opts.outofplace)
@@ -386,8 +391,8 @@ void registerCompileCommand(CLI::App &app) {
                   "Algorithm: ring, hier-ring (multi-node all-reduce), "
                   "trees (ForestColl spanning trees), cerar (coded "
                   "all-reduce), hier-cerar (exact intra-node phases, CERAR "
-                  "across nodes) or auto (the fastest by the cost model)")
-      ->capture_default_str();
+                  "across nodes) or auto (the fastest by the cost model); "
+                  "default ring, or auto when --tolerance is given");
   cmd->add_option("--channels", opts->channels,
                   "Rings (MSCCL channels), or auto (the ring search chooses); "
                   "default 1, auto with --algorithm auto");
