@@ -82,15 +82,8 @@ llvm::Expected<Schedule> lowerHierCerar(const HierCerarOptions &o,
   s.ranks.resize(n);
   ChainState st(n);
 
-  std::vector<std::vector<RankId>> intra, rails(G);
-  for (const std::vector<RankId> &node : o.nodes) {
-    std::vector<RankId> ring;
-    for (int32_t l : lorder)
-      ring.push_back(node[l]);
-    intra.push_back(std::move(ring));
-    for (int32_t l = 0; l < G; ++l)
-      rails[l].push_back(node[l]);
-  }
+  std::vector<std::vector<RankId>> intra, rails;
+  nodeAndRailRings(o.nodes, lorder, intra, rails);
   // Intra position q holds the shard of local index lorder[q]: c units.
   RingBlockFn shard = [&](int32_t, int32_t q, int32_t, BufferKind k) {
     return BufferRef{k, lorder[q] * c, c};

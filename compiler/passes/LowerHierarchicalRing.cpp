@@ -25,6 +25,22 @@ namespace topocc::passes {
 
 using namespace ir;
 
+void nodeAndRailRings(const std::vector<std::vector<RankId>> &nodes,
+                      llvm::ArrayRef<int32_t> localOrder,
+                      std::vector<std::vector<RankId>> &intra,
+                      std::vector<std::vector<RankId>> &rails) {
+  intra.clear();
+  rails.assign(nodes[0].size(), {});
+  for (const std::vector<RankId> &node : nodes) {
+    std::vector<RankId> ring;
+    for (int32_t l : localOrder)
+      ring.push_back(node[l]);
+    intra.push_back(std::move(ring));
+    for (size_t l = 0; l < node.size(); ++l)
+      rails[l].push_back(node[l]);
+  }
+}
+
 void checkNodeLayout(const std::vector<std::vector<RankId>> &nodes,
                      int32_t numRanks, llvm::ArrayRef<int32_t> localOrder,
                      llvm::StringRef what, std::vector<std::string> &problems) {
@@ -205,15 +221,8 @@ Schedule HierLowering::run() {
   ChainState st(n);
 
   // Intra-node rings (positions in lorder) and rails (node order).
-  std::vector<std::vector<RankId>> intra, rails(G);
-  for (const std::vector<RankId> &node : o.nodes) {
-    std::vector<RankId> ring;
-    for (int32_t l : lorder)
-      ring.push_back(node[l]);
-    intra.push_back(std::move(ring));
-    for (int32_t l = 0; l < G; ++l)
-      rails[l].push_back(node[l]);
-  }
+  std::vector<std::vector<RankId>> intra, rails;
+  nodeAndRailRings(o.nodes, lorder, intra, rails);
   // Shard of intra position q: the shard of local index lorder[q], N blocks.
   RingBlockFn shard = [&](int32_t, int32_t q, int32_t j, BufferKind k) {
     return BufferRef{k, unit(lorder[q], j, 0), N};

@@ -86,6 +86,14 @@ struct ChainState {
 /// live in fresh scratch slots.
 void emitRingPhase(ir::Schedule &s, const RingPhaseSpec &p, ChainState &st);
 
+/// The rings of a node layout: per node its ranks in `localOrder` (the
+/// intra-node ring), per local index l the l-th rank of every node in node
+/// order (the rail). REQUIRES: checkNodeLayout found nothing wrong.
+void nodeAndRailRings(const std::vector<std::vector<ir::RankId>> &nodes,
+                      llvm::ArrayRef<int32_t> localOrder,
+                      std::vector<std::vector<ir::RankId>> &intra,
+                      std::vector<std::vector<ir::RankId>> &rails);
+
 /// Appends to `problems` what is wrong with a node layout: nodes of
 /// different sizes (`what` names the algorithm), ranks out of range, on
 /// two nodes or on none, a local order that is not a permutation.

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/algorithms/Cerar.h"
-#include "tests/unit/cerar/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 
@@ -40,7 +40,7 @@ Design mustDesign(const DesignRequest &r) {
 std::string errorText(llvm::Expected<Design> d) {
   if (d)
     return "(no error)";
-  return cerartest::message(d.takeError());
+  return topocc::testing::errorMessage(d.takeError());
 }
 
 void expectMatrix(const Matrix &m, const Rows &want, const char *what) {

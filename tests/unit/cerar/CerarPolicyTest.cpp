@@ -12,7 +12,7 @@
 
 #include "ir/Verifier.h"
 
-#include "tests/unit/cerar/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 
@@ -157,7 +157,7 @@ TEST(CerarPolicy, DesignCerarForTopologies) {
   auto8.force = true;
   auto forced = designCerarFor(*nv, auto8);
   ASSERT_FALSE(bool(forced));
-  EXPECT_NE(cerartest::message(forced.takeError())
+  EXPECT_NE(topocc::testing::errorMessage(forced.takeError())
                 .find("cerar: CERAR cannot win on this ring: ring bandwidth"),
             std::string::npos);
   // Forced with c <= N: exact, passes the full verifier.
@@ -176,7 +176,7 @@ TEST(CerarPolicy, DesignCerarForTopologies) {
   auto8.components = 40;
   auto tooMany = designCerarFor(*nv, auto8);
   ASSERT_FALSE(bool(tooMany));
-  EXPECT_EQ(cerartest::message(tooMany.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(tooMany.takeError()),
             "cerar: c = 40 on N = 8 ranks needs q = 5 layers; a fp32 wire "
             "has no usable error beyond q = 4 (CERAR.md 5.3)");
   // c = 2N with a tolerance below the q = 2 fp32 error (4.4e-4).
@@ -184,14 +184,14 @@ TEST(CerarPolicy, DesignCerarForTopologies) {
   auto8.policy.tolerance = 1e-4;
   auto tight = designCerarFor(*nv, auto8);
   ASSERT_FALSE(bool(tight));
-  EXPECT_EQ(cerartest::message(tight.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(tight.takeError()),
             "cerar: c = 16 on N = 8 ranks (q = 2) has an expected fp32-wire "
             "error of 4.40e-04, above --tolerance 1.00e-04");
   // Forced approximate code without a tolerance.
   auto8.policy.tolerance = 0;
   auto noTol = designCerarFor(*nv, auto8);
   ASSERT_FALSE(bool(noTol));
-  EXPECT_EQ(cerartest::message(noTol.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(noTol.takeError()),
             "cerar: c = 16 > N = 8 is approximate; pass --tolerance to allow "
             "it, or use c <= N");
 }

@@ -28,7 +28,7 @@
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
 
-#include "tests/unit/cerar/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 
@@ -100,7 +100,7 @@ std::string verifyText(const Schedule &s, const cerar::Design &d,
                        cerar::HierCerarCheck *out = nullptr) {
   auto chk = cerar::verifyHierCerarSchedule(s, d, l);
   if (!chk)
-    return cerartest::message(chk.takeError());
+    return topocc::testing::errorMessage(chk.takeError());
   if (out)
     *out = *chk;
   return "ok";
@@ -278,7 +278,7 @@ TEST(HierCerar, OneGpuPerNodeIsPlainCerar) {
           << "rank " << r << " chunk " << j;
   EXPECT_EQ(verifyText(hier, d, layoutOf(o)), "ok");
   auto chk = cerar::verifyCerarSchedule(hier, d, {}, 0);
-  EXPECT_TRUE(bool(chk)) << cerartest::message(chk.takeError());
+  EXPECT_TRUE(bool(chk)) << topocc::testing::errorMessage(chk.takeError());
 }
 
 TEST(HierCerar, LaterPassesKeepTheOperator) {
@@ -298,25 +298,25 @@ TEST(HierCerar, UserErrors) {
   passes::HierCerarOptions one = options(d, 1, 4, false);
   auto s = passes::lowerHierCerar(one);
   ASSERT_FALSE(bool(s));
-  EXPECT_EQ(cerartest::message(s.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
             "hier-cerar needs at least 2 nodes with GPUs, the topology has 1");
   passes::HierCerarOptions wrongN = options(d, 4, 2, false);
   s = passes::lowerHierCerar(wrongN);
   ASSERT_FALSE(bool(s));
-  EXPECT_EQ(cerartest::message(s.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
             "the inter-node code has N = 3, the topology has 4 nodes");
   passes::HierCerarOptions uneven = options(d, 3, 2, false);
   uneven.nodes[2].pop_back();
   s = passes::lowerHierCerar(uneven);
   ASSERT_FALSE(bool(s));
-  EXPECT_EQ(cerartest::message(s.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
             "hier-cerar needs the same number of GPUs on every node: node 2 "
             "has 1, node 0 has 2\nrank 5 is on no node");
   passes::HierCerarOptions order = options(d, 3, 2, false);
   order.localOrder = {0, 0};
   s = passes::lowerHierCerar(order);
   ASSERT_FALSE(bool(s));
-  EXPECT_EQ(cerartest::message(s.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
             "the intra-node order must be a permutation of 0..1");
 }
 
@@ -406,7 +406,7 @@ TEST(HierCerarPolicy, ForcedDesignFollowsTheRail) {
   ASSERT_TRUE(bool(t2));
   p = cerar::designHierCerarFor(*t2, req);
   ASSERT_FALSE(bool(p));
-  EXPECT_EQ(cerartest::message(p.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(p.takeError()),
             "hier-cerar: CERAR cannot win on this rail: N = 2: CERAR's "
             "traffic per rank equals the ring's; pass --components to force "
             "a code");

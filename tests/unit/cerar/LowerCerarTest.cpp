@@ -21,7 +21,7 @@
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
 
-#include "tests/unit/cerar/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 
@@ -298,13 +298,13 @@ TEST(LowerCerar, BadOptions) {
   o.ringOrder = {0, 1, 1};
   auto s = passes::lowerCerar(o);
   ASSERT_FALSE(bool(s));
-  EXPECT_EQ(cerartest::message(s.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
             "cerar lowering: the ring order must be a permutation of 0..2 "
             "(the code has N=3)");
   passes::CerarLowerOptions e;
   auto t = passes::lowerCerar(e);
   ASSERT_FALSE(bool(t));
-  EXPECT_EQ(cerartest::message(t.takeError()),
+  EXPECT_EQ(topocc::testing::errorMessage(t.takeError()),
             "cerar lowering: the code is incomplete (N=0, c=0, 0 encoders, 0 "
             "decoders)");
 }

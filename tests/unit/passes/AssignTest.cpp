@@ -8,7 +8,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 
-#include "tests/unit/passes/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 

@@ -14,7 +14,7 @@
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Verifier.h"
 
-#include "tests/unit/passes/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 

@@ -5,7 +5,7 @@
 #include "compiler/Pipeline.h"
 #include "ir/Verifier.h"
 
-#include "tests/unit/passes/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 

@@ -20,7 +20,7 @@
 #include "support/Diagnostics.h"
 #include "tests/unit/ir/Mutations.h"
 
-#include "tests/unit/passes/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "gtest/gtest.h"

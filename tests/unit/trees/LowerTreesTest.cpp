@@ -24,7 +24,7 @@
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
 #include "tests/support/BoundGraphs.h"
-#include "tests/unit/passes/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 

@@ -1,11 +1,11 @@
-//===- tests/unit/cerar/ErrorText.h - Messages of a user error --*- C++ -*-===//
+//===- tests/support/ErrorText.h - Messages of a user error -*- C++ -*-===//
 //
-// The message of an llvm::Error as the user reads it, without the "error: "
-// prefix and trailing newline that the diagnostic printer adds.
+// The message text of an llvm::Error as the user reads it, without the
+// "error: " prefix and trailing newline the diagnostic printer adds.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TOPOCC_TESTS_UNIT_CERAR_ERRORTEXT_H
-#define TOPOCC_TESTS_UNIT_CERAR_ERRORTEXT_H
+#ifndef TOPOCC_TESTS_SUPPORT_ERRORTEXT_H
+#define TOPOCC_TESTS_SUPPORT_ERRORTEXT_H
 
 #include "support/Diagnostics.h"
 
@@ -13,9 +13,9 @@
 
 #include <string>
 
-namespace topocc::cerartest {
+namespace topocc::testing {
 
-inline std::string message(llvm::Error e) {
+inline std::string errorMessage(llvm::Error e) {
   std::string out;
   llvm::handleAllErrors(
       std::move(e),
@@ -27,6 +27,6 @@ inline std::string message(llvm::Error e) {
   return out;
 }
 
-} // namespace topocc::cerartest
+} // namespace topocc::testing
 
-#endif // TOPOCC_TESTS_UNIT_CERAR_ERRORTEXT_H
+#endif // TOPOCC_TESTS_SUPPORT_ERRORTEXT_H
