@@ -35,14 +35,19 @@ SymValue inputChunk(RankId r, int32_t c) {
 SymValue combine(double a, const SymValue &x, double b, const SymValue &y) {
   if ((a != 0.0 && x.isUndefined) || (b != 0.0 && y.isUndefined))
     return undefined();
-  SymValue out;
-  out.isUndefined = false;
+  // x + 0*y and 0*x + y keep x's (y's) shared terms.
+  if (b == 0.0 && a == 1.0)
+    return x;
+  if (a == 0.0 && b == 1.0)
+    return y;
+  std::vector<Term> terms;
+  terms.reserve(x.terms.size() + y.terms.size());
   auto key = [](const Term &t) { return std::make_pair(t.rank, t.chunk); };
   size_t i = 0, j = 0;
-  const std::vector<Term> &xs = x.terms, &ys = y.terms;
+  const std::vector<Term> &xs = x.terms.get(), &ys = y.terms.get();
   auto push = [&](RankId r, int32_t c, double v) {
     if (v != 0.0)
-      out.terms.push_back(Term{r, c, v});
+      terms.push_back(Term{r, c, v});
   };
   while (i < xs.size() || j < ys.size()) {
     if (j == ys.size() || (i < xs.size() && key(xs[i]) < key(ys[j]))) {
@@ -59,7 +64,7 @@ SymValue combine(double a, const SymValue &x, double b, const SymValue &y) {
       ++j;
     }
   }
-  return out;
+  return SymValue{SharedTerms(std::move(terms)), false};
 }
 
 SymValue scale(double a, const SymValue &x) {
@@ -191,10 +196,10 @@ llvm::Expected<SymbolicResult> Executor::run() {
 }
 
 SymValue sumOver(const Schedule &s, int32_t chunk) {
-  SymValue v{{}, false};
+  std::vector<Term> terms;
   for (RankId q = 0; q < s.numRanks; ++q)
-    v.terms.push_back(Term{q, chunk, 1.0});
-  return v;
+    terms.push_back(Term{q, chunk, 1.0});
+  return SymValue{SharedTerms(std::move(terms)), false};
 }
 
 /// Whether the postcondition constrains out[rank][*] at all.
@@ -242,20 +247,55 @@ SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk) {
 }
 
 bool valuesMatch(const SymValue &got, const SymValue &want, double tolerance) {
+  if (got.isUndefined == want.isUndefined && got.terms == want.terms)
+    return true; // no difference to build
   double d = maxDifference(got, want);
   return d <= tolerance;
 }
 
+namespace {
+/// expectedOutput with the reductions' sums built once per chunk (they do
+/// not depend on the rank), so checking N ranks' outputs does not build N
+/// copies of every N-term sum.
+class ExpectedOutputs {
+public:
+  explicit ExpectedOutputs(const Schedule &s) : s(s) {}
+  SymValue get(RankId rank, int32_t chunk) {
+    int32_t per = s.numRanks > 0 ? s.chunksPerLoop / s.numRanks : 0;
+    int32_t sumChunk = -1;
+    if (s.collective == Collective::AllReduce ||
+        (s.collective == Collective::Reduce && rank == s.root))
+      sumChunk = chunk;
+    else if (s.collective == Collective::ReduceScatter)
+      sumChunk = rank * per + chunk;
+    if (sumChunk < 0)
+      return expectedOutput(s, rank, chunk);
+    auto [it, fresh] = sums.try_emplace(sumChunk);
+    if (fresh)
+      it->second = sumOver(s, sumChunk);
+    return it->second;
+  }
+
+private:
+  const Schedule &s;
+  std::map<int32_t, SymValue> sums;
+};
+} // namespace
+
 std::vector<double> outputError(const Schedule &s, const SymbolicResult &r) {
   std::vector<double> err(r.output.size(), 0.0);
+  ExpectedOutputs expected(s);
   for (size_t q = 0; q < r.output.size(); ++q) {
     if (!isConstrained(s, static_cast<RankId>(q)))
       continue;
-    for (size_t c = 0; c < r.output[q].size(); ++c)
-      err[q] = std::max(
-          err[q], maxDifference(r.output[q][c],
-                                expectedOutput(s, static_cast<RankId>(q),
-                                               static_cast<int32_t>(c))));
+    for (size_t c = 0; c < r.output[q].size(); ++c) {
+      SymValue want =
+          expected.get(static_cast<RankId>(q), static_cast<int32_t>(c));
+      const SymValue &got = r.output[q][c];
+      if (got.isUndefined == want.isUndefined && got.terms == want.terms)
+        continue; // equal: difference 0
+      err[q] = std::max(err[q], maxDifference(got, want));
+    }
   }
   return err;
 }
@@ -264,12 +304,13 @@ std::vector<WrongOutput> findWrongOutputs(const Schedule &s,
                                           const SymbolicResult &r,
                                           double tolerance) {
   std::vector<WrongOutput> wrong;
+  ExpectedOutputs expected(s);
   for (size_t q = 0; q < r.output.size(); ++q) {
     if (!isConstrained(s, static_cast<RankId>(q)))
       continue;
     for (size_t c = 0; c < r.output[q].size(); ++c) {
-      SymValue want = expectedOutput(s, static_cast<RankId>(q),
-                                     static_cast<int32_t>(c));
+      SymValue want =
+          expected.get(static_cast<RankId>(q), static_cast<int32_t>(c));
       if (!valuesMatch(r.output[q][c], want, tolerance))
         wrong.push_back(WrongOutput{static_cast<RankId>(q),
                                     static_cast<int32_t>(c), r.output[q][c],

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,44 @@ struct Term {
   friend bool operator==(const Term &, const Term &) = default;
 };
 
+/// An immutable, shared list of terms: copying a value (a send, a copy, a
+/// broadcast down a tree) copies a pointer, not the terms, so symbolic
+/// execution of schedules whose values have one term per rank stays linear
+/// in the terms it creates. Reads like a const std::vector<Term>.
+class SharedTerms {
+public:
+  SharedTerms() = default;
+  SharedTerms(std::initializer_list<Term> t)
+      : p(t.size() ? std::make_shared<const std::vector<Term>>(t) : nullptr) {}
+  explicit SharedTerms(std::vector<Term> &&t)
+      : p(t.empty() ? nullptr
+                    : std::make_shared<const std::vector<Term>>(std::move(t))) {
+  }
+  const std::vector<Term> &get() const { return p ? *p : none(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  const Term &operator[](size_t i) const { return get()[i]; }
+  std::vector<Term>::const_iterator begin() const { return get().begin(); }
+  std::vector<Term>::const_iterator end() const { return get().end(); }
+  /// Same terms (a shared list compares in O(1)).
+  friend bool operator==(const SharedTerms &a, const SharedTerms &b) {
+    return a.p == b.p || a.get() == b.get();
+  }
+  /// Identity of the shared list (null when empty), for memoising checks.
+  const void *identity() const { return p.get(); }
+
+private:
+  static const std::vector<Term> &none() {
+    static const std::vector<Term> e;
+    return e;
+  }
+  std::shared_ptr<const std::vector<Term>> p;
+};
+
 /// A linear combination of input chunks: terms sorted by (rank, chunk),
 /// no zero coefficients, no duplicates.
 struct SymValue {
-  std::vector<Term> terms;
+  SharedTerms terms;
   bool isUndefined = true; ///< slot never written (and not an input)
   friend bool operator==(const SymValue &, const SymValue &) = default;
 };

@@ -163,7 +163,7 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
   f.split = std::move(*split);
   f.splitSeconds = secondsSince(t0);
   t0 = std::chrono::steady_clock::now();
-  auto trees = packTrees(f.split, g, opts.reversed, f.units);
+  auto trees = packTrees(f.split, g, opts.reversed, f.units, opts.pack);
   if (!trees)
     return trees.takeError();
   f.trees = std::move(*trees);

@@ -36,6 +36,7 @@ struct ForestOptions {
   bool reversed = false;   ///< reduce-scatter: pack the reversed graph
   int64_t treesPerRoot = 0; ///< 0: the optimum's k (automatic)
   SplitPolicy policy = SplitPolicy::Proposal;
+  PackOptions pack;
 };
 
 struct Forest {

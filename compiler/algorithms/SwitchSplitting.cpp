@@ -24,6 +24,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <string>
 #include <tuple>
 
 namespace topocc::algorithms {
@@ -74,6 +75,7 @@ public:
     res.numVertices = g.numVertices;
     res.compute = g.compute;
     res.k = k;
+    findBoxShift();
   }
 
   int64_t cap(int u, int t) const {
@@ -304,6 +306,8 @@ private:
                 cap(*nbrs.begin(), w) == cap(w, *nbrs.rbegin()) &&
                 cap(*nbrs.rbegin(), w) == cap(w, *nbrs.begin());
     exact = ins.size() <= 1 || outs.size() <= 1 || pair;
+    if (!exact && symmetricPlan(w, ins, outs, rowRem, colRem, plan))
+      return true;
     if (!exact) {
       // Tiers of a transport plan, each a max-flow on what is left:
       // (1) other components only, u sending to each component at most its
@@ -405,6 +409,187 @@ private:
       if (int64_t f = net.flow(arcs[i]); f > 0)
         out.push_back({pairs[i].u, pairs[i].t, f});
     return out;
+  }
+
+  /// The box shift pi: vertex "node_i/x" -> "node_{i+1 mod M}/x", fabric
+  /// devices (no node) fixed, when every node has the same devices and pi
+  /// maps every arc onto an arc of the same capacity (a cluster of
+  /// identical boxes behind fabric switches that treat them alike). Needs
+  /// device names (graphs from buildBoundGraph); otherwise none.
+  void findBoxShift() {
+    const int nv = g.numVertices;
+    if (static_cast<int>(g.names.size()) < nv)
+      return;
+    std::map<std::string, int> nodeIndex;
+    std::vector<std::map<std::string, int>> locals;
+    std::vector<int> nodeOf(nv, -1);
+    std::vector<std::string> local(nv);
+    for (int v = 0; v < nv; ++v) {
+      size_t slash = g.names[v].find('/');
+      if (slash == std::string::npos)
+        continue;
+      auto [it, fresh] = nodeIndex.try_emplace(g.names[v].substr(0, slash),
+                                               static_cast<int>(locals.size()));
+      if (fresh)
+        locals.emplace_back();
+      nodeOf[v] = it->second;
+      local[v] = g.names[v].substr(slash + 1);
+      locals[it->second][local[v]] = v;
+    }
+    const int m = static_cast<int>(locals.size());
+    if (m < 2)
+      return;
+    for (const auto &l : locals)
+      if (l.size() != locals[0].size())
+        return;
+    std::vector<int> pi(nv);
+    for (int v = 0; v < nv; ++v) {
+      if (nodeOf[v] < 0) {
+        pi[v] = v;
+        continue;
+      }
+      auto it = locals[(nodeOf[v] + 1) % m].find(local[v]);
+      if (it == locals[(nodeOf[v] + 1) % m].end())
+        return;
+      pi[v] = it->second;
+    }
+    for (auto &[key, id] : arcId)
+      if (cap(pi[key.first], pi[key.second]) != net.capacity(id))
+        return;
+    shift = std::move(pi);
+    boxOf = std::move(nodeOf);
+    numBoxes = m;
+    orbitRep.assign(nv, -1);
+    for (int v = 0; v < nv; ++v)
+      if (boxOf[v] == 0)
+        for (int x = v, j = 0; j < m; x = shift[x], ++j)
+          orbitRep[x] = v;
+  }
+
+  /// A complete splitting of a fabric switch w (fixed by the box shift)
+  /// that the box shift maps onto itself, so that the GPU graph stays as
+  /// symmetric as the cluster and tree packing can probe one box's trees
+  /// (TreePacking.h). Neighbours inside boxes send only to other boxes:
+  /// a transport between their orbits (one row per orbit of in-neighbours,
+  /// one column per orbit of out-neighbours, as the tiers below: a
+  /// proportional share first), each orbit pair's units spread over the
+  /// box offsets 1 .. M-1; fabric neighbours (another switch) only to
+  /// fabric neighbours, loops last. false (plan untouched) when there is no
+  /// box shift, w is not fixed, the state is not symmetric, or the two
+  /// parts do not balance.
+  bool symmetricPlan(int w, const std::vector<int> &ins,
+                     const std::vector<int> &outs,
+                     std::map<int, int64_t> &rowRem,
+                     std::map<int, int64_t> &colRem,
+                     std::map<Key, int64_t> &plan) {
+    if (shift.empty() || shift[w] != w)
+      return false;
+    std::map<int, int64_t> rows, cols, fixedRows, fixedCols;
+    for (int u : ins) {
+      if (boxOf[u] < 0)
+        fixedRows[u] = rowRem[u];
+      else if (rowRem[u] != cap(orbitRep[u], w))
+        return false;
+      else
+        rows[orbitRep[u]] = rowRem[u];
+    }
+    for (int t : outs) {
+      if (boxOf[t] < 0)
+        fixedCols[t] = colRem[t];
+      else if (colRem[t] != cap(w, orbitRep[t]))
+        return false;
+      else
+        cols[orbitRep[t]] = colRem[t];
+    }
+    // Every orbit member must be a neighbour (the state is symmetric).
+    for (auto &[u0, r] : rows)
+      for (int x = shift[u0]; x != u0; x = shift[x])
+        if (rowRem.count(x) == 0)
+          return false;
+    for (auto &[t0, c] : cols)
+      for (int x = shift[t0]; x != t0; x = shift[x])
+        if (colRem.count(x) == 0)
+          return false;
+    std::map<Key, int64_t> out;
+    // Fabric neighbours among themselves, other switches first.
+    for (bool loops : {false, true})
+      for (auto &[u, r] : fixedRows)
+        for (auto &[t, c] : fixedCols)
+          if ((t == u) == loops) {
+            int64_t x = std::min(r, c);
+            if (x > 0) {
+              out[{u, t}] += x;
+              r -= x;
+              c -= x;
+            }
+          }
+    for (auto &[u, r] : fixedRows)
+      if (r != 0)
+        return false;
+    for (auto &[t, c] : fixedCols)
+      if (c != 0)
+        return false;
+    // Orbits: proportional shares, then anything.
+    int64_t total = 0;
+    for (auto &[u0, r] : rows)
+      total += r;
+    {
+      int64_t colTotal = 0;
+      for (auto &[t0, c] : cols)
+        colTotal += c;
+      if (colTotal != total)
+        return false;
+    }
+    std::map<Key, int64_t> amount; // (u0, t0) -> units per box pair
+    for (int tier = 1; tier <= 2 && total > 0; ++tier) {
+      std::vector<TransportPair> pairs;
+      for (auto &[u0, r] : rows)
+        for (auto &[t0, c] : cols) {
+          TransportPair p{u0, t0, -1, 0};
+          if (tier == 1) {
+            p.group = t0;
+            p.groupCap = static_cast<int64_t>(
+                (static_cast<__int128>(r) * c + total - 1) / total);
+          }
+          if (r > 0 && c > 0)
+            pairs.push_back(p);
+        }
+      for (auto &[u0, t0, x] : transport(pairs, rows, cols)) {
+        amount[{u0, t0}] += x;
+        rows[u0] -= x;
+        cols[t0] -= x;
+      }
+    }
+    for (auto &[u0, r] : rows)
+      if (r != 0)
+        return false;
+    // Spread over the box offsets 1 .. M-1, the remainder from an offset
+    // that rotates with the pair, and copy to every box.
+    const int m = numBoxes;
+    int pairIndex = 0;
+    for (auto &[key, a] : amount) {
+      int64_t base = a / (m - 1), extra = a % (m - 1);
+      int start = pairIndex++ % (m - 1);
+      for (int off = 1; off < m; ++off) {
+        int64_t x = base + (((off - 1 - start + (m - 1)) % (m - 1)) < extra);
+        if (x == 0)
+          continue;
+        int u = key.first, t = key.second;
+        for (int j = 0; j < off; ++j)
+          t = shift[t];
+        for (int b = 0; b < m; ++b) {
+          out[{u, t}] += x;
+          u = shift[u];
+          t = shift[t];
+        }
+      }
+    }
+    for (auto &[key, x] : out) {
+      rowRem[key.first] -= x;
+      colRem[key.second] -= x;
+      plan[key] += x;
+    }
+    return true;
   }
 
   /// Component id of every vertex in the input graph without the switches
@@ -512,6 +697,10 @@ private:
   std::vector<int> srcArc, snkArc;
   int64_t big = 0;
   SwitchSplitResult res;
+  /// The box shift (findBoxShift): pi per vertex, empty when none; the
+  /// box of each vertex (-1: fabric); the box-0 member of its orbit.
+  std::vector<int> shift, boxOf, orbitRep;
+  int numBoxes = 0;
   /// (arc, capacity before) of every change while a batch is proposed.
   std::vector<std::pair<int, int64_t>> journal;
   bool journaling = false;

@@ -14,6 +14,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -37,6 +38,7 @@ struct Growing {
   int sigmaArc = -1; ///< sigma -> a_i
   std::vector<int> auxArcs; ///< a_i -> z, zeroed when the tree finishes
   int created = 0;   ///< creation index (determinism of the final order)
+  std::vector<int> inBlock; ///< vertices per block (symmetric packing)
 };
 
 using PathList = std::vector<std::pair<std::vector<int>, int64_t>>;
@@ -133,141 +135,323 @@ private:
   std::map<Key, int64_t> directLeft;
 };
 
-} // namespace
-
-llvm::Expected<TreePackingResult>
-packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
-          bool reversed, llvm::ArrayRef<int64_t> units) {
-  const int n = static_cast<int>(split.compute.size());
-  const int64_t k = split.k;
-  std::vector<int> rankOf(split.numVertices, -1);
-  for (int r = 0; r < n; ++r)
-    rankOf[split.compute[r]] = r;
-
-  // The oracle network: ranks 0..n-1, sigma = n, then one a_i per tree.
-  analysis::MaxFlowNetwork net(n + 1);
-  const int sigma = n;
-  std::map<Key, int> arcId; // rank pair -> residual arc
-  std::vector<std::vector<int>> outNbrs(n);
-  int64_t big = 1 + n * k;
-  for (const SwitchSplitResult::Arc &a : split.arcs) {
-    int x = rankOf[a.from], y = rankOf[a.to];
-    if (x < 0 || y < 0)
-      return makeInternalError("packTrees: an arc does not join two GPUs");
-    arcId[{x, y}] = net.addArc(x, y, a.cap);
-    outNbrs[x].push_back(y);
-    big += a.cap;
+/// The smallest d (a proper divisor of n) such that shifting every rank by d
+/// (r -> (r + d) mod n) maps the compute graph onto itself, capacities
+/// included; 0 when there is none. Ranks are numbered box by box, so on a
+/// cluster of identical boxes behind symmetric switches d is the box size.
+int findRankShift(const SwitchSplitResult &split,
+                  const std::vector<int> &rankOf, int n) {
+  std::map<Key, int64_t> cap;
+  for (const SwitchSplitResult::Arc &a : split.arcs)
+    cap[{rankOf[a.from], rankOf[a.to]}] = a.cap;
+  for (int d = 1; d <= n / 2; ++d) {
+    if (n % d != 0)
+      continue;
+    bool ok = true;
+    for (auto it = cap.begin(); ok && it != cap.end(); ++it) {
+      auto img = cap.find({(it->first.first + d) % n,
+                           (it->first.second + d) % n});
+      ok = img != cap.end() && img->second == it->second;
+    }
+    if (ok)
+      return d;
   }
-  for (std::vector<int> &o : outNbrs)
-    std::sort(o.begin(), o.end());
-  std::vector<int> sigmaTo(n);
-  for (int x = 0; x < n; ++x)
-    sigmaTo[x] = net.addArc(sigma, x, 0);
+  return 0;
+}
+
+/// Grows k spanning out-trees per root with the arc oracle. With `shift`
+/// d > 0 (findRankShift), only the trees of roots 0..d-1 (and their clones)
+/// are probed; every attach is repeated on the n/d - 1 shifted copies, so
+/// the state stays symmetric and the probes drop by the factor n/d. A
+/// probe certifies one attach, not the whole orbit's, so this can get stuck:
+/// it then returns false and the caller starts over without the shift.
+/// The generic run (d = 0) cannot get stuck while invariant I holds.
+class Grower {
+public:
+  Grower(const SwitchSplitResult &split, const std::vector<int> &rankOf,
+         int shift, bool optimistic)
+      : n(static_cast<int>(split.compute.size())), k(split.k), d(shift),
+        m(shift > 0 ? n / shift : 1), optimistic(optimistic), net(n + 1),
+        sigma(n) {
+    big = 1 + n * k;
+    outNbrs.resize(n);
+    for (const SwitchSplitResult::Arc &a : split.arcs) {
+      int x = rankOf[a.from], y = rankOf[a.to];
+      arcId[{x, y}] = net.addArc(x, y, a.cap);
+      outNbrs[x].push_back(y);
+      big += a.cap;
+    }
+    for (std::vector<int> &o : outNbrs)
+      std::sort(o.begin(), o.end());
+    sigmaTo.resize(n);
+    for (int x = 0; x < n; ++x)
+      sigmaTo[x] = net.addArc(sigma, x, 0);
+    source = net.addVertex();
+    capArc = net.addArc(source, sigma, 0);
+    if (d > 0) {
+      blockIn.assign(m, 0);
+      for (const SwitchSplitResult::Arc &a : split.arcs) {
+        int x = rankOf[a.from], y = rankOf[a.to];
+        if (x / d != y / d)
+          blockIn[y / d] += a.cap;
+      }
+      touch.assign(m, 0);
+    }
+    for (int r = 0; r < n; ++r) {
+      Growing t;
+      t.root = r;
+      t.mult = k;
+      t.inTree.assign(n, 0);
+      t.inTree[r] = 1;
+      t.order = {r};
+      t.depth.assign(n, -1);
+      t.depth[r] = 0;
+      t.parent.assign(n, -1);
+      t.created = r;
+      if (d > 0) {
+        t.inBlock.assign(m, 0);
+        t.inBlock[r / d] = 1;
+        touch[r / d] += k;
+      }
+      addAux(t);
+      unfinished += k;
+      trees.push_back(std::move(t));
+    }
+    for (int r = 0; r < (d > 0 ? d : n); ++r) {
+      reps.push_back(r);
+      std::vector<int> img;
+      for (int j = 1; j < m; ++j)
+        img.push_back(r + j * d);
+      images.push_back(std::move(img));
+    }
+    nextCreated = n;
+  }
+
+  /// true: every tree spans; false: a probed tree cannot grow (only with a
+  /// shift). Internal error when a generic run gets stuck.
+  llvm::Expected<bool> run() {
+    bool anyUnfinished = true;
+    while (anyUnfinished) {
+      anyUnfinished = false;
+      size_t count = reps.size();
+      for (size_t o = 0; o < count; ++o) {
+        int i = reps[o];
+        if (trees[i].finished)
+          continue;
+        if (!growOnce(o)) {
+          if (d > 0)
+            return false;
+          return makeInternalError(llvm::formatv(
+              "tree packing: the tree of rank {0} with {1} units cannot grow "
+              "(invariant I does not hold)",
+              trees[i].root, trees[i].mult));
+        }
+        anyUnfinished |= !trees[i].finished;
+      }
+      for (size_t o = count; o < reps.size(); ++o)
+        anyUnfinished |= !trees[reps[o]].finished;
+    }
+    return true;
+  }
 
   std::vector<Growing> trees;
-  int64_t unfinished = 0;
-  auto addAux = [&](Growing &t) {
+  int maxFlows = 0;
+  int cutRejects = 0; ///< probes rejected by the block cut, no max-flow
+
+private:
+  int shiftRank(int v, int j) const { return (v + j * d) % n; }
+  int64_t residual(int x, int y) const {
+    return net.capacity(arcId.at({x, y}));
+  }
+
+  void addAux(Growing &t) {
+    if (optimistic)
+      return;
     t.aux = net.addVertex();
     t.sigmaArc = net.addArc(sigma, t.aux, t.finished ? 0 : t.mult);
     t.auxArcs.clear();
     for (int z : t.order)
       t.auxArcs.push_back(net.addArc(t.aux, z, t.finished ? 0 : big));
-  };
-  for (int r = 0; r < n; ++r) {
-    Growing t;
-    t.root = r;
-    t.mult = k;
-    t.inTree.assign(n, 0);
-    t.inTree[r] = 1;
-    t.order = {r};
-    t.depth.assign(n, -1);
-    t.depth[r] = 0;
-    t.parent.assign(n, -1);
-    t.created = r;
-    addAux(t);
-    unfinished += k;
-    trees.push_back(std::move(t));
   }
-  TreePackingResult res;
-  res.numRanks = n;
-  res.k = k;
 
-  auto residual = [&](int x, int y) { return net.capacity(arcId.at({x, y})); };
-  auto test = [&](Growing &t, int x, int y) {
+  int64_t test(Growing &t, int x, int y) {
+    // The block of y as the cut X (y in X, x not): F <= r-(X) + the units
+    // of the other unfinished trees that touch X, so when r-(X) does not
+    // exceed the units of the other trees that do not, mu <= 0 without a
+    // max-flow.
+    int64_t cutMu = std::numeric_limits<int64_t>::max();
+    if (d > 0 && x / d != y / d) {
+      int b = y / d;
+      int64_t notTouching =
+          unfinished - touch[b] - (t.inBlock[b] > 0 ? 0 : t.mult);
+      if (blockIn[b] <= notTouching) {
+        ++cutRejects;
+        return 0;
+      }
+      cutMu = blockIn[b] - notTouching;
+    }
+    if (optimistic)
+      return std::min({t.mult, residual(x, y), cutMu});
     net.setCapacity(sigmaTo[x], big);
     net.setCapacity(t.sigmaArc, 0);
-    ++res.maxFlows;
-    int64_t f = net.maxFlow(sigma, y);
+    ++maxFlows;
+    // Only F up to (U - C_T) + min(C_T, r) matters: a source arc with that
+    // capacity stops the flow there (F beyond it through x is often large).
+    net.setCapacity(capArc,
+                    unfinished - t.mult + std::min(t.mult, residual(x, y)));
+    int64_t f = net.maxFlowValue(source, y);
     net.setCapacity(sigmaTo[x], 0);
     net.setCapacity(t.sigmaArc, t.mult);
     return std::min({t.mult, residual(x, y), f - (unfinished - t.mult)});
-  };
+  }
 
-  int nextCreated = n;
-  bool anyUnfinished = true;
-  while (anyUnfinished) {
-    anyUnfinished = false;
-    size_t count = trees.size();
-    for (size_t i = 0; i < count; ++i) {
-      if (trees[i].finished)
-        continue;
-      bool grown = false;
-      while (!grown && trees[i].cursor < trees[i].order.size()) {
-        int x = trees[i].order[trees[i].cursor];
-        bool untried = false;
-        for (int y : outNbrs[x]) {
-          Growing &t = trees[i];
-          if (t.inTree[y] || t.rejected.count({x, y}) || residual(x, y) == 0)
-            continue;
-          int64_t mu = test(t, x, y);
-          if (mu <= 0) {
-            t.rejected.insert({x, y});
-            continue;
-          }
-          if (mu < t.mult) { // clone the rest
-            Growing c = t;
-            c.mult = t.mult - mu;
-            c.created = nextCreated++;
-            t.mult = mu;
-            net.setCapacity(t.sigmaArc, mu);
-            addAux(c);
-            trees.push_back(std::move(c));
-          }
-          Growing &tt = trees[i]; // push_back may have moved the vector
-          tt.inTree[y] = 1;
-          tt.order.push_back(y);
-          tt.depth[y] = tt.depth[x] + 1;
-          tt.parent[y] = x;
-          tt.arcs.push_back({x, y});
-          net.setCapacity(arcId.at({x, y}), residual(x, y) - mu);
-          tt.auxArcs.push_back(net.addArc(tt.aux, y, big));
-          if (static_cast<int>(tt.order.size()) == n) {
-            tt.finished = true;
-            net.setCapacity(tt.sigmaArc, 0);
-            // A finished tree's aux vertex is dead (sigma -> a_i is 0);
-            // closing its arcs keeps Boykov-Kolmogorov's search trees out.
-            for (int a : tt.auxArcs)
-              net.setCapacity(a, 0);
-            unfinished -= tt.mult;
-          }
-          grown = true;
-          untried = true;
-          break;
+  /// Splits tree i into mu units (kept in i) and mult - mu (a new tree).
+  int cloneRest(int i, int64_t mu) {
+    Growing c = trees[i];
+    c.mult = trees[i].mult - mu;
+    c.created = nextCreated++;
+    trees[i].mult = mu;
+    if (!optimistic)
+      net.setCapacity(trees[i].sigmaArc, mu);
+    addAux(c);
+    trees.push_back(std::move(c));
+    return static_cast<int>(trees.size()) - 1;
+  }
+
+  void attach(int i, int x, int y, int64_t mu) {
+    Growing &t = trees[i];
+    t.inTree[y] = 1;
+    t.order.push_back(y);
+    t.depth[y] = t.depth[x] + 1;
+    t.parent[y] = x;
+    t.arcs.push_back({x, y});
+    net.setCapacity(arcId.at({x, y}), residual(x, y) - mu);
+    if (d > 0) {
+      if (x / d != y / d)
+        blockIn[y / d] -= mu;
+      if (t.inBlock[y / d]++ == 0)
+        touch[y / d] += t.mult;
+    }
+    if (!optimistic)
+      t.auxArcs.push_back(net.addArc(t.aux, y, big));
+    if (static_cast<int>(t.order.size()) == n) {
+      t.finished = true;
+      // A finished tree's aux vertex is dead (sigma -> a_i is 0); closing
+      // its arcs keeps Boykov-Kolmogorov's search trees out.
+      if (!optimistic)
+        net.setCapacity(t.sigmaArc, 0);
+      for (int a : t.auxArcs)
+        net.setCapacity(a, 0);
+      unfinished -= t.mult;
+      if (d > 0)
+        for (int b = 0; b < m; ++b)
+          touch[b] -= t.mult; // a spanning tree touches every block
+    }
+  }
+
+  /// One arc for the probed tree of orbit o (and its shifted copies), from
+  /// its shallowest vertex with an untried arc. false: none can be added.
+  bool growOnce(size_t o) {
+    int i = reps[o];
+    while (trees[i].cursor < trees[i].order.size()) {
+      int x = trees[i].order[trees[i].cursor];
+      for (int y : outNbrs[x]) {
+        Growing &t = trees[i];
+        if (t.inTree[y] || t.rejected.count({x, y}) || residual(x, y) == 0)
+          continue;
+        int64_t mu = test(t, x, y);
+        if (mu <= 0) {
+          t.rejected.insert({x, y});
+          continue;
         }
-        if (!untried)
-          ++trees[i].cursor;
+        if (mu < t.mult) { // clone the rest, in every shifted copy too
+          int c = cloneRest(i, mu);
+          std::vector<int> img;
+          for (int j : images[o])
+            img.push_back(cloneRest(j, mu));
+          reps.push_back(c);
+          images.push_back(std::move(img));
+        }
+        attach(i, x, y, mu);
+        for (size_t j = 0; j < images[o].size(); ++j)
+          attach(images[o][j], shiftRank(x, static_cast<int>(j) + 1),
+                 shiftRank(y, static_cast<int>(j) + 1), mu);
+        return true;
       }
-      if (!trees[i].finished) {
-        if (!grown)
-          return makeInternalError(llvm::formatv(
-              "tree packing: the tree of rank {0} with {1} units cannot grow "
-              "(invariant I does not hold)",
-              trees[i].root, trees[i].mult));
-        anyUnfinished = true;
+      ++trees[i].cursor;
+    }
+    return false;
+  }
+
+  int n;
+  int64_t k;
+  int d, m;
+  /// No max-flow: only residuals and the block cuts (a necessary
+  /// condition), so it may get stuck; the result is checked all the same.
+  bool optimistic;
+  analysis::MaxFlowNetwork net;
+  int sigma;
+  int64_t big = 0, unfinished = 0;
+  std::map<Key, int> arcId; // rank pair -> residual arc
+  std::vector<std::vector<int>> outNbrs;
+  std::vector<int> sigmaTo;
+  int source = -1, capArc = -1; ///< source -> sigma, capped per probe
+  std::vector<int> reps;                 ///< the probed tree of each orbit
+  std::vector<std::vector<int>> images;  ///< its shifted copies, by shift
+  int nextCreated = 0;
+  /// Symmetric packing: blocks of d ranks (the boxes); residual units
+  /// entering each block, and the units of the unfinished trees that
+  /// touch it.
+  std::vector<int64_t> blockIn, touch;
+};
+
+} // namespace
+
+llvm::Expected<TreePackingResult>
+packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
+          bool reversed, llvm::ArrayRef<int64_t> units,
+          const PackOptions &opts) {
+  const int n = static_cast<int>(split.compute.size());
+  const int64_t k = split.k;
+  std::vector<int> rankOf(split.numVertices, -1);
+  for (int r = 0; r < n; ++r)
+    rankOf[split.compute[r]] = r;
+  for (const SwitchSplitResult::Arc &a : split.arcs)
+    if (rankOf[a.from] < 0 || rankOf[a.to] < 0)
+      return makeInternalError("packTrees: an arc does not join two GPUs");
+
+  TreePackingResult res;
+  res.numRanks = n;
+  res.k = k;
+  std::vector<Growing> trees;
+  int shift = opts.useSymmetry ? findRankShift(split, rankOf, n) : 0;
+  if (shift > 0) {
+    // Cheapest first: the block cuts alone, then the exact oracle.
+    for (bool optimistic : {true, false}) {
+      if (optimistic && !opts.tryOracleFree)
+        continue;
+      Grower sym(split, rankOf, shift, optimistic);
+      auto done = sym.run();
+      if (!done)
+        return done.takeError();
+      res.maxFlows += sym.maxFlows;
+      res.cutRejects += sym.cutRejects;
+      if (*done) {
+        res.symmetryOrder = n / shift;
+        res.oracleFree = optimistic;
+        trees = std::move(sym.trees);
+        break;
       }
     }
-    for (size_t i = count; i < trees.size(); ++i)
-      anyUnfinished |= !trees[i].finished;
+    res.symmetryFallback = trees.empty();
+  }
+  if (trees.empty()) {
+    Grower gen(split, rankOf, 0, false);
+    auto done = gen.run();
+    if (!done)
+      return done.takeError();
+    res.maxFlows += gen.maxFlows;
+    trees = std::move(gen.trees);
   }
 
   std::stable_sort(trees.begin(), trees.end(),

@@ -59,13 +59,34 @@ struct TreePackingResult {
   /// max over physical arcs of (units used / units available); <= 1.
   double congestion = 0;
   int maxFlows = 0; ///< oracle max-flows
+  /// Probes answered by a box's cut without a max-flow (symmetric packing).
+  int cutRejects = 0;
+  /// n/d when the packing used the rank shift by d (every probed tree
+  /// stands for n/d shifted copies); 1 when it did not.
+  int symmetryOrder = 1;
+  /// The symmetric packing needed no max-flow: the residuals and the box
+  /// cuts steered every tree to completion (the checks hold all the same).
+  bool oracleFree = false;
+  /// The symmetric packing got stuck and the generic one ran instead.
+  bool symmetryFallback = false;
+};
+
+struct PackOptions {
+  /// Look for a rank shift that maps the compute graph onto itself (a
+  /// cluster of identical boxes) and probe one tree per orbit; falls back
+  /// to the generic packing when that gets stuck.
+  bool useSymmetry = true;
+  /// Try the symmetric packing without max-flows first (residuals and box
+  /// cuts only; it may get stuck, then the oracle runs).
+  bool tryOracleFree = true;
 };
 
 /// Packs and maps back. `g`, `reversed` and `units` are what `split` was
 /// computed from. Internal errors when a check of FORESTCOLL.md 5.4 fails.
 llvm::Expected<TreePackingResult>
 packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
-          bool reversed, llvm::ArrayRef<int64_t> units);
+          bool reversed, llvm::ArrayRef<int64_t> units,
+          const PackOptions &opts = {});
 
 } // namespace topocc::algorithms
 

@@ -176,16 +176,21 @@ int64_t MaxFlowNetwork::capacity(int arc) const {
 // The min-cut side is a BFS over residual arcs, not BK's colour map: on
 // random graphs BK's source tree (black) was observed to differ from the
 // residual-reachable set, giving a cut whose capacity is not the flow value.
-int64_t MaxFlowNetwork::maxFlow(int s, int t) {
+int64_t MaxFlowNetwork::maxFlowValue(int s, int t) {
   FlowGraph &g = impl->g;
   auto index = boost::get(boost::vertex_index, g);
-  int64_t f = boost::boykov_kolmogorov_max_flow(
+  return boost::boykov_kolmogorov_max_flow(
       g, boost::get(&FlowEdgeProps::cap, g),
       boost::get(&FlowEdgeProps::res, g), boost::get(&FlowEdgeProps::rev, g),
       boost::make_iterator_property_map(impl->pred.begin(), index),
       boost::make_iterator_property_map(impl->color.begin(), index),
       boost::make_iterator_property_map(impl->dist.begin(), index), index, s,
       t);
+}
+
+int64_t MaxFlowNetwork::maxFlow(int s, int t) {
+  FlowGraph &g = impl->g;
+  int64_t f = maxFlowValue(s, t);
   std::vector<char> &reach = impl->reach;
   reach.assign(boost::num_vertices(g), 0);
   std::vector<int> stack{s};

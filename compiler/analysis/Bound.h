@@ -69,6 +69,9 @@ public:
   int64_t capacity(int arc) const;
   /// Max-flow value from s to t (s != t).
   int64_t maxFlow(int s, int t);
+  /// The same value without the cut side (sourceSide and flow are not
+  /// updated): for oracles that only need the number.
+  int64_t maxFlowValue(int s, int t);
   /// After maxFlow: the flow on `arc` (capacity minus residual).
   int64_t flow(int arc) const;
   /// After maxFlow: true when v is residual-reachable from s (the source

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace topocc::testgraphs {
@@ -49,6 +51,70 @@ inline analysis::BoundGraph forestCollDgx(int n) {
         addLink(g, nic, per * n + i % 2, 25);
       }
     }
+  return g;
+}
+
+/// forestCollDgx(n) with device names ("dgx0/gpu0", "dgx0/nvs",
+/// "dgx0/nic0", "ib0"), as buildBoundGraph names them: switch splitting
+/// then finds the box shift and keeps the GPU graph symmetric.
+inline analysis::BoundGraph forestCollDgxNamed(int n) {
+  analysis::BoundGraph g = forestCollDgx(n);
+  const int per = n >= 2 ? 17 : 9;
+  g.names.resize(g.numVertices);
+  for (int b = 0; b < n; ++b) {
+    std::string box = "dgx" + std::to_string(b) + "/";
+    for (int i = 0; i < 8; ++i) {
+      g.names[per * b + i] = box + "gpu" + std::to_string(i);
+      if (n >= 2)
+        g.names[per * b + 9 + i] = box + "nic" + std::to_string(i);
+    }
+    g.names[per * b + 8] = box + "nvs";
+  }
+  if (n >= 2) {
+    g.names[per * n] = "ib0";
+    g.names[per * n + 1] = "ib1";
+  }
+  return g;
+}
+
+/// A random cluster of `boxes` identical boxes with names: per box `gpus`
+/// GPUs, random GPU-GPU links and a box switch with a random capacity per
+/// GPU, the same in every box; GPU i of every box on fabric switch
+/// "f{i mod fabric}" with a random capacity per i (a rail). Symmetric under
+/// the box shift by construction.
+inline analysis::BoundGraph randomBoxCluster(std::mt19937 &rng, int boxes,
+                                             int gpus, int fabric) {
+  analysis::BoundGraph g;
+  const int per = gpus + 1;
+  g.numVertices = per * boxes + fabric;
+  g.names.resize(g.numVertices);
+  std::uniform_int_distribution<int> bw(1, 6);
+  std::vector<int64_t> toSwitch(gpus), toFabric(gpus);
+  std::vector<std::tuple<int, int, int64_t>> mesh;
+  for (int i = 0; i < gpus; ++i) {
+    toSwitch[i] = bw(rng);
+    toFabric[i] = bw(rng);
+  }
+  for (int i = 0; i < gpus; ++i)
+    for (int j = i + 1; j < gpus; ++j)
+      if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) {
+        int64_t c = bw(rng);
+        mesh.emplace_back(i, j, c);
+      }
+  for (int b = 0; b < boxes; ++b) {
+    std::string box = "b" + std::to_string(b) + "/";
+    for (int i = 0; i < gpus; ++i) {
+      g.compute.push_back(per * b + i);
+      g.names[per * b + i] = box + "gpu" + std::to_string(i);
+      addLink(g, per * b + i, per * b + gpus, toSwitch[i]);
+      addLink(g, per * b + i, per * boxes + i % fabric, toFabric[i]);
+    }
+    g.names[per * b + gpus] = box + "sw";
+    for (auto &[i, j, c] : mesh)
+      addLink(g, per * b + i, per * b + j, c);
+  }
+  for (int f = 0; f < fabric; ++f)
+    g.names[per * boxes + f] = "f" + std::to_string(f);
   return g;
 }
 

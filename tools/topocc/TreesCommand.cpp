@@ -94,6 +94,10 @@ llvm::json::Object forestJson(const topo::Topology &t,
       {"congestion", f.trees.congestion},
       {"split_max_flows", f.split.maxFlows},
       {"pack_max_flows", f.trees.maxFlows},
+      {"symmetry_order", f.trees.symmetryOrder},
+      {"symmetry_fallback", f.trees.symmetryFallback},
+      {"cut_rejects", f.trees.cutRejects},
+      {"oracle_free", f.trees.oracleFree},
       {"trees", std::move(trees)}};
 }
 
@@ -120,6 +124,16 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
                       f.trees.physical.size(), f.trees.maxHeight,
                       f.trees.meanHeight, f.trees.congestion,
                       f.split.maxFlows, f.trees.maxFlows);
+  if (f.trees.symmetryOrder > 1)
+    os << llvm::formatv("  packing: symmetric, one probed tree per orbit of "
+                        "{0} rank shifts by {1}; {2} probes answered by a "
+                        "box cut{3}\n",
+                        f.trees.symmetryOrder, n / f.trees.symmetryOrder,
+                        f.trees.cutRejects,
+                        f.trees.oracleFree ? ", no max-flow needed" : "");
+  else if (f.trees.symmetryFallback)
+    os << "  packing: the symmetric packing got stuck; packed without "
+          "symmetry\n";
   for (size_t ti = 0; ti < distinct; ++ti) {
     const algorithms::PackedTree &tr = f.trees.trees[ti];
     os << llvm::formatv("  tree {0}: root {1} ({2}), {3} unit{4}, height {5}\n",

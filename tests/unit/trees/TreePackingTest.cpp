@@ -6,11 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/algorithms/ForestColl.h"
 #include "compiler/algorithms/TreePacking.h"
 #include "tests/support/BoundGraphs.h"
 
 #include "gtest/gtest.h"
 
+#include <map>
 #include <random>
 #include <set>
 
@@ -198,4 +200,122 @@ TEST(TreePackingTest, SwitchesInSeriesHaveLoopFreePaths) {
         }
     }
   EXPECT_GT(local, 0);
+}
+
+namespace {
+
+Forest forestOk(const BoundGraph &g, const PackOptions &pack,
+                int64_t treesPerRoot = 0) {
+  ForestOptions o;
+  o.pack = pack;
+  o.treesPerRoot = treesPerRoot;
+  auto f = buildForest(g, o);
+  if (!f) {
+    ADD_FAILURE() << llvm::toString(f.takeError());
+    return Forest{};
+  }
+  return std::move(*f);
+}
+
+/// Every arc (x, y, c) of the split GPU graph has its image shifted by d
+/// ranks with the same capacity.
+void expectShiftSymmetric(const SwitchSplitResult &s, int d) {
+  std::map<std::pair<int, int>, int64_t> cap;
+  std::vector<int> rankOf(s.numVertices, -1);
+  for (size_t r = 0; r < s.compute.size(); ++r)
+    rankOf[s.compute[r]] = static_cast<int>(r);
+  for (const SwitchSplitResult::Arc &a : s.arcs)
+    cap[{rankOf[a.from], rankOf[a.to]}] = a.cap;
+  const int n = static_cast<int>(s.compute.size());
+  for (auto &[key, c] : cap) {
+    auto it = cap.find({(key.first + d) % n, (key.second + d) % n});
+    ASSERT_NE(it, cap.end()) << key.first << " -> " << key.second;
+    EXPECT_EQ(it->second, c) << key.first << " -> " << key.second;
+  }
+}
+
+} // namespace
+
+// Four named DGX boxes: the IB switches split into a box-shift symmetric
+// plan, so the packing probes one box's 8 trees and copies them to the
+// other boxes, here without a single max-flow; the exact symmetric oracle
+// and the generic packing give valid forests with the same k and height
+// bound too.
+TEST(TreePackingTest, SymmetricClusterProbesOneBox) {
+  BoundGraph g = forestCollDgxNamed(4);
+  Forest f = forestOk(g, {});
+  expectShiftSymmetric(f.split, 8);
+  EXPECT_EQ(f.trees.symmetryOrder, 4);
+  EXPECT_TRUE(f.trees.oracleFree);
+  EXPECT_FALSE(f.trees.symmetryFallback);
+  EXPECT_EQ(f.trees.maxFlows, 0);
+  EXPECT_EQ(f.trees.trees.size(), 32u);
+  expectForest(f.trees);
+  // Tree of root r + 8 is tree r shifted by one box.
+  for (const PackedTree &t : f.trees.trees)
+    if (t.root < 24) {
+      const PackedTree &img = f.trees.trees[t.root + 8];
+      ASSERT_EQ(img.root, t.root + 8);
+      for (size_t a = 0; a < t.arcs.size(); ++a)
+        EXPECT_EQ(img.arcs[a], std::make_pair((t.arcs[a].first + 8) % 32,
+                                              (t.arcs[a].second + 8) % 32));
+    }
+
+  PackOptions exact;
+  exact.tryOracleFree = false;
+  Forest e = forestOk(g, exact);
+  EXPECT_EQ(e.trees.symmetryOrder, 4);
+  EXPECT_FALSE(e.trees.oracleFree);
+  EXPECT_GT(e.trees.maxFlows, 0);
+  expectForest(e.trees);
+
+  PackOptions generic;
+  generic.useSymmetry = false;
+  Forest n = forestOk(g, generic);
+  EXPECT_EQ(n.trees.symmetryOrder, 1);
+  EXPECT_GT(n.trees.maxFlows, e.trees.maxFlows);
+  expectForest(n.trees);
+  EXPECT_EQ(n.k, f.k);
+}
+
+// Without device names there is no box shift for the splitting to keep,
+// the split graph is not shift-symmetric, and the packing is generic.
+TEST(TreePackingTest, UnnamedClusterPacksGenerically) {
+  Forest f = forestOk(forestCollDgx(4), {});
+  EXPECT_EQ(f.trees.symmetryOrder, 1);
+  EXPECT_GT(f.trees.maxFlows, 0);
+  expectForest(f.trees);
+}
+
+// Random clusters of identical boxes (2-4 boxes of 2-4 GPUs, rails on 1-2
+// fabric switches), at the optimal k and at k = 1: every mode packs a valid
+// forest; the symmetric packing is taken on most of them.
+TEST(TreePackingTest, RandomBoxClusters) {
+  std::mt19937 rng(20261130);
+  int symmetric = 0, total = 0;
+  for (int iter = 0; iter < 10; ++iter) {
+    int boxes = std::uniform_int_distribution<int>(2, 4)(rng);
+    int gpus = std::uniform_int_distribution<int>(2, 4)(rng);
+    int fabric = std::uniform_int_distribution<int>(1, 2)(rng);
+    BoundGraph g = randomBoxCluster(rng, boxes, gpus, fabric);
+    for (int64_t k : {int64_t(0), int64_t(1)}) {
+      SCOPED_TRACE(::testing::Message() << "iteration " << iter << ", "
+                                        << boxes << " boxes of " << gpus
+                                        << " GPUs, k " << k);
+      Forest f = forestOk(g, {}, k);
+      expectForest(f.trees);
+      ++total;
+      if (f.trees.symmetryOrder > 1) {
+        ++symmetric;
+        EXPECT_EQ(boxes % f.trees.symmetryOrder, 0);
+        expectShiftSymmetric(f.split, boxes * gpus / f.trees.symmetryOrder);
+      }
+      PackOptions generic;
+      generic.useSymmetry = false;
+      Forest n = forestOk(g, generic, k);
+      expectForest(n.trees);
+      EXPECT_EQ(n.k, f.k);
+    }
+  }
+  EXPECT_GT(symmetric, total / 2);
 }
