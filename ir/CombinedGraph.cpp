@@ -171,4 +171,25 @@ CanonicalSlot canonicalSlot(const Schedule &s, RankId r, BufferKind b,
   return {b, chunk};
 }
 
+SlotIndex::SlotIndex(const Schedule &s) : numRanks(s.numRanks) {
+  if (numRanks < 0 || static_cast<size_t>(numRanks) != s.ranks.size()) {
+    numRanks = 0;
+    return;
+  }
+  int64_t nominal =
+      std::max<int64_t>(s.nominalInputChunks(), s.nominalOutputChunks());
+  for (RankId r = 0; r < numRanks; ++r) {
+    const RankProgram &rp = s.ranks[r];
+    // Input and output at least nominal (inputs are seeded, outputs read
+    // at their nominal size); scratch as declared.
+    for (int64_t n : {std::max<int64_t>(rp.inputChunks, nominal),
+                      std::max<int64_t>(rp.outputChunks, nominal),
+                      std::max<int64_t>(rp.scratchChunks, 0)}) {
+      base.push_back(total);
+      size.push_back(n);
+      total += n;
+    }
+  }
+}
+
 } // namespace topocc::ir

@@ -56,6 +56,29 @@ inline uint64_t slotKey(RankId r, CanonicalSlot c) {
          static_cast<uint64_t>(c.chunk & 0xffffffffu);
 }
 
+/// A dense number for every (rank, canonical slot) of a schedule: rank r's
+/// input, output and scratch chunks, each buffer as large as the larger of
+/// its declared and nominal sizes, so the verifier and the semantics keep
+/// per-slot state in flat arrays instead of hash maps. -1 outside (a
+/// malformed operand): callers keep such slots elsewhere.
+class SlotIndex {
+public:
+  explicit SlotIndex(const Schedule &s);
+  int64_t index(RankId r, CanonicalSlot c) const {
+    if (r < 0 || r >= numRanks || c.chunk < 0 ||
+        static_cast<unsigned>(c.buffer) > 2)
+      return -1;
+    size_t b = static_cast<size_t>(r) * 3 + static_cast<size_t>(c.buffer);
+    return c.chunk < size[b] ? base[b] + c.chunk : -1;
+  }
+  int64_t numSlots() const { return total; }
+
+private:
+  RankId numRanks = 0;
+  std::vector<int64_t> base, size; ///< per (rank, buffer)
+  int64_t total = 0;
+};
+
 } // namespace topocc::ir
 
 #endif // TOPOCC_IR_COMBINEDGRAPH_H

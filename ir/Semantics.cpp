@@ -78,18 +78,26 @@ public:
 
 private:
   const Schedule &s;
-  llvm::DenseMap<uint64_t, SymValue> slots;
+  SlotIndex index{s};
+  /// By SlotIndex; slots outside it (malformed operands) in `overflow`.
+  std::vector<SymValue> slots =
+      std::vector<SymValue>(static_cast<size_t>(index.numSlots()));
+  llvm::DenseMap<uint64_t, SymValue> overflow;
   llvm::DenseMap<MsgId, std::vector<SymValue>> messages;
 
-  uint64_t key(RankId r, BufferKind b, int64_t chunk) const {
-    return slotKey(r, canonicalSlot(s, r, b, chunk));
-  }
   SymValue read(RankId r, BufferKind b, int64_t chunk) const {
-    auto it = slots.find(key(r, b, chunk));
-    return it == slots.end() ? undefined() : it->second;
+    CanonicalSlot c = canonicalSlot(s, r, b, chunk);
+    if (int64_t i = index.index(r, c); i >= 0)
+      return slots[i];
+    auto it = overflow.find(slotKey(r, c));
+    return it == overflow.end() ? undefined() : it->second;
   }
   void write(RankId r, BufferKind b, int64_t chunk, SymValue v) {
-    slots[key(r, b, chunk)] = std::move(v);
+    CanonicalSlot c = canonicalSlot(s, r, b, chunk);
+    if (int64_t i = index.index(r, c); i >= 0)
+      slots[i] = std::move(v);
+    else
+      overflow[slotKey(r, c)] = std::move(v);
   }
   std::vector<SymValue> readRef(RankId r, const BufferRef &ref) const {
     std::vector<SymValue> vals;

@@ -678,10 +678,13 @@ void Verifier::checkRaces(const CombinedGraph &g,
     int64_t lastWriter = -1;
     llvm::SmallVector<uint32_t, 2> readers;
   };
-  llvm::DenseMap<uint64_t, SlotState> slots;
+  SlotIndex index(s);
+  std::vector<SlotState> flat(static_cast<size_t>(index.numSlots()));
+  llvm::DenseMap<uint64_t, SlotState> overflow; // slots outside the index
   llvm::DenseSet<uint64_t> reported;
   struct Access {
     uint64_t key;
+    int64_t index;
     BufferRef where; // one chunk, for the message
     bool read, write;
   };
@@ -711,8 +714,9 @@ void Verifier::checkRaces(const CombinedGraph &g,
     auto add = [&](const BufferRef &b, bool read, bool write) {
       for (int32_t c = 0; c < b.count; ++c) {
         BufferRef one{b.buffer, b.chunk + c, 1};
-        acc.push_back({slotKey(r, canonicalSlot(s, r, b.buffer, one.chunk)),
-                       one, read, write});
+        CanonicalSlot slot = canonicalSlot(s, r, b.buffer, one.chunk);
+        acc.push_back({slotKey(r, slot), index.index(r, slot), one, read,
+                       write});
       }
     };
     if ((f & OF_RS) && !(f & OF_LC))
@@ -734,7 +738,7 @@ void Verifier::checkRaces(const CombinedGraph &g,
         continue;
       }
       const Access &a = acc[k];
-      SlotState &st = slots[a.key];
+      SlotState &st = a.index >= 0 ? flat[a.index] : overflow[a.key];
       // A write after readers is ordered after the last writer through them.
       bool checkWriter = !a.write || st.readers.empty();
       if (checkWriter && st.lastWriter >= 0 &&
