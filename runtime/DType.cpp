@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace topocc::runtime {
 
@@ -199,6 +200,90 @@ void scaleCopy(void *dst, double a, const void *x, size_t n, DType t) {
   }
   // a*x + 0*x: one code path for every type.
   axpby(dst, a, x, 0.0, x, n, t);
+}
+
+namespace {
+
+float loadF32(float v) { return v; }
+float storeF32(float v) { return v; }
+
+/// One block of a fused linear combination: every source element is read
+/// once, the sum stays in registers/L1 (acc), every output element is
+/// written once. Per element the order of operations is that of scaleCopy
+/// then axpby per term (a*x with a == 1 is exact), so fp32 results are
+/// bitwise those of the unfused form.
+template <typename T, float (*Load)(T), T (*Store)(float)>
+void linCombTyped(T *d, const float *c, const T *const *s, size_t k,
+                  size_t n) {
+  constexpr size_t kBlock = 1024;
+  float acc[kBlock];
+  for (size_t base = 0; base < n; base += kBlock) {
+    size_t m = std::min(kBlock, n - base);
+    const T *s0 = s[0] + base;
+    if (c[0] == 1.0f)
+      for (size_t i = 0; i < m; ++i)
+        acc[i] = Load(s0[i]);
+    else
+      for (size_t i = 0; i < m; ++i)
+        acc[i] = c[0] * Load(s0[i]);
+    for (size_t j = 1; j < k; ++j) {
+      const T *sj = s[j] + base;
+      float cj = c[j];
+      if (cj == 1.0f)
+        for (size_t i = 0; i < m; ++i)
+          acc[i] += Load(sj[i]);
+      else
+        for (size_t i = 0; i < m; ++i)
+          acc[i] += cj * Load(sj[i]);
+    }
+    T *dd = d + base;
+    for (size_t i = 0; i < m; ++i)
+      dd[i] = Store(acc[i]);
+  }
+}
+
+template <typename T, float (*Load)(T), T (*Store)(float)>
+void linCombAs(void *dst, llvm::ArrayRef<float> c,
+               llvm::ArrayRef<const void *> srcs, size_t n) {
+  std::vector<const T *> s(srcs.size());
+  for (size_t j = 0; j < srcs.size(); ++j)
+    s[j] = static_cast<const T *>(srcs[j]);
+  linCombTyped<T, Load, Store>(static_cast<T *>(dst), c.data(), s.data(),
+                               s.size(), n);
+}
+
+} // namespace
+
+void linComb(void *dst, llvm::ArrayRef<double> coeffs,
+             llvm::ArrayRef<const void *> srcs, size_t n, DType t) {
+  if (n == 0)
+    return;
+  size_t bytes = n * dtypeSize(t);
+  // A block is read completely before it is written, so dst may equal a
+  // source; a source that overlaps dst at another offset would be read
+  // after part of it was overwritten: compute into a temporary instead.
+  auto *d = static_cast<char *>(dst);
+  for (const void *src : srcs) {
+    auto *p = static_cast<const char *>(src);
+    if (p != d && p < d + bytes && d < p + bytes) {
+      std::vector<char> tmp(bytes);
+      linComb(tmp.data(), coeffs, srcs, n, t);
+      std::memcpy(dst, tmp.data(), bytes);
+      return;
+    }
+  }
+  std::vector<float> c(coeffs.begin(), coeffs.end());
+  switch (t) {
+  case DType::F32:
+    linCombAs<float, loadF32, storeF32>(dst, c, srcs, n);
+    return;
+  case DType::F16:
+    linCombAs<uint16_t, halfToFloat, floatToHalf>(dst, c, srcs, n);
+    return;
+  case DType::BF16:
+    linCombAs<uint16_t, bf16ToFloat, floatToBf16>(dst, c, srcs, n);
+    return;
+  }
 }
 
 } // namespace topocc::runtime

@@ -9,6 +9,7 @@
 #ifndef TOPOCC_RUNTIME_DTYPE_H
 #define TOPOCC_RUNTIME_DTYPE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstddef>
@@ -42,6 +43,14 @@ void axpby(void *dst, double a, const void *x, double b, const void *y,
            size_t n, DType t);
 /// dst[i] = a*x[i]; a memmove when a == 1. dst may alias x.
 void scaleCopy(void *dst, double a, const void *x, size_t n, DType t);
+/// dst[i] = coeffs[0]*srcs[0][i] + coeffs[1]*srcs[1][i] + ... for i < n, in
+/// one pass: accumulated in fp32 in term order (fp32 results equal a
+/// scaleCopy followed by one axpby per further term), rounded once per
+/// element for fp16/bf16. dst may be any of the sources or overlap them
+/// (a partial overlap goes through a temporary).
+/// REQUIRES: coeffs.size() == srcs.size() >= 1.
+void linComb(void *dst, llvm::ArrayRef<double> coeffs,
+             llvm::ArrayRef<const void *> srcs, size_t n, DType t);
 
 } // namespace topocc::runtime
 

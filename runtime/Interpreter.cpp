@@ -1,7 +1,10 @@
 //===- runtime/Interpreter.cpp - Run one rank of a plan -------------------===//
 //
-// Execution model: a dependency counter per op (its deps plus the previous op
-// of its threadblock). All receives are posted first, each into its own
+// Execution model: a dependency counter per op (its deps plus, on host
+// transports, the earlier ops of its rank whose memory accesses conflict
+// with its own, in the schedule's happens-before order (Plan::dataPreds);
+// round by round, the previous op of its threadblock). All receives are
+// posted first, each into its own
 // slice of a staging buffer, so a message may arrive at any time without
 // touching user memory that earlier ops still read. A ready receiving op
 // combines its staging slice in place (result = localCoeff*src +
@@ -19,10 +22,12 @@
 
 #include "runtime/Interpreter.h"
 
+#include "ir/CombinedGraph.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -56,12 +61,9 @@ llvm::Error Transport::scaleCopy(void *dst, double a, const void *x, size_t n,
 llvm::Error Transport::linComb(void *dst, llvm::ArrayRef<double> coeffs,
                                llvm::ArrayRef<const void *> srcs, size_t n,
                                DType t) {
-  // Sources may overlap dst: accumulate into a temporary first.
-  std::vector<char> acc(n * dtypeSize(t));
-  runtime::scaleCopy(acc.data(), coeffs[0], srcs[0], n, t);
-  for (size_t i = 1; i < srcs.size(); ++i)
-    runtime::axpby(acc.data(), 1.0, acc.data(), coeffs[i], srcs[i], n, t);
-  runtime::scaleCopy(dst, 1.0, acc.data(), n, t);
+  // One fused pass (runtime/DType.h), no temporary unless a source
+  // partially overlaps dst.
+  runtime::linComb(dst, coeffs, srcs, n, t);
   return llvm::Error::success();
 }
 
@@ -146,12 +148,81 @@ llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count) {
   return l;
 }
 
+namespace {
+llvm::ArrayRef<std::vector<ir::OpId>> dataPredsOf(
+    const std::shared_ptr<
+        const std::vector<std::vector<std::vector<ir::OpId>>>> &all,
+    int rank) {
+  if (!all || rank < 0 || size_t(rank) >= all->size())
+    return {};
+  return (*all)[size_t(rank)];
+}
+} // namespace
+
+void Plan::buildDataflow() {
+  const ir::Schedule &s = plan.schedule;
+  ir::CombinedGraph g = ir::buildCombinedGraph(s);
+  std::vector<uint32_t> order;
+  if (!ir::topologicalOrder(g, order))
+    return; // cannot happen for a verified plan; keep threadblock order
+  auto preds = std::make_shared<std::vector<std::vector<std::vector<ir::OpId>>>>(
+      size_t(s.numRanks));
+  struct SlotState {
+    std::optional<ir::OpId> writer;
+    std::vector<ir::OpId> readers; ///< since the writer
+  };
+  std::vector<llvm::DenseMap<uint64_t, SlotState>> slots(size_t(s.numRanks));
+  for (ir::RankId r = 0; r < s.numRanks; ++r)
+    (*preds)[size_t(r)].resize(s.ranks[r].ops.size());
+  for (uint32_t node : order) {
+    ir::RankId r = g.rankOf(node);
+    ir::OpId id = g.opOf(node);
+    const ir::Op &op = s.ranks[r].ops[size_t(id)];
+    std::vector<ir::OpId> &mine = (*preds)[size_t(r)][size_t(id)];
+    mine = op.deps;
+    auto forSlots = [&](const ir::BufferRef &ref, auto &&fn) {
+      for (int64_t c = ref.chunk; c < int64_t(ref.chunk) + ref.count; ++c)
+        fn(slots[size_t(r)][ir::slotKey(r, ir::canonicalSlot(s, r, ref.buffer,
+                                                              c))]);
+    };
+    auto read = [&](const ir::BufferRef &ref) {
+      forSlots(ref, [&](SlotState &st) {
+        if (st.writer && *st.writer != id)
+          mine.push_back(*st.writer);
+        st.readers.push_back(id);
+      });
+    };
+    unsigned f = ir::opFlags(op.kind);
+    if (f & ir::OF_RS)
+      read(op.src);
+    if (f & ir::OF_LC)
+      for (const ir::LinTerm &term : op.terms)
+        read(term.src);
+    if (f & ir::OF_RD)
+      read(op.dst);
+    if (f & ir::OF_WD)
+      forSlots(op.dst, [&](SlotState &st) {
+        if (st.writer && *st.writer != id)
+          mine.push_back(*st.writer);
+        for (ir::OpId rd : st.readers)
+          if (rd != id)
+            mine.push_back(rd);
+        st.writer = id;
+        st.readers.clear();
+      });
+    llvm::sort(mine);
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  }
+  dataPreds = std::move(preds);
+}
+
 llvm::Expected<Plan> Plan::load(llvm::StringRef path) {
   auto loaded = backends::loadPlanFile(path);
   if (!loaded)
     return loaded.takeError();
   Plan p;
   p.plan = std::move(*loaded);
+  p.buildDataflow();
   return p;
 }
 
@@ -163,6 +234,7 @@ llvm::Expected<Plan> Plan::fromSchedule(ir::Schedule s,
   p.plan.contentHash = backends::planContentHash(s);
   p.plan.schedule = std::move(s);
   p.plan.meta = std::move(meta);
+  p.buildDataflow();
   return p;
 }
 
@@ -239,16 +311,31 @@ std::string refText(const ir::BufferRef &r) {
 std::mutex graveyardMutex;
 std::vector<std::vector<char>> graveyard;
 
-/// Per-thread staging storage, reused across runs (ranks in one process run
-/// on different threads).
+/// Per-thread staging, scratch and padded-copy storage of host transports,
+/// reused across runs (ranks in one process run on different threads): a
+/// fresh buffer per run costs a page fault per 4 KiB and zeroing by the
+/// kernel, more than the plan's own work for large counts.
 thread_local std::vector<char> stagingCache;
+thread_local std::vector<char> scratchCache;
+thread_local std::vector<char> paddedInCache;
+thread_local std::vector<char> paddedOutCache;
+
+/// `cache` grown to at least `bytes` (never shrunk).
+char *cached(std::vector<char> &cache, size_t bytes) {
+  if (cache.size() < bytes)
+    cache.resize(bytes);
+  return cache.data();
+}
 
 class RankRun {
 public:
+  /// `dataPreds`: this rank's Plan::dataPreds (empty: threadblock order
+  /// only).
   RankRun(const ir::Schedule &s, const BufferLayout &l, DType t, Transport &tr,
-          const RunOptions &opts)
+          const RunOptions &opts,
+          llvm::ArrayRef<std::vector<ir::OpId>> dataPreds = {})
       : s(s), l(l), t(t), esz(dtypeSize(t)), tr(tr), opts(opts),
-        rank(tr.rank()), prog(s.ranks[rank]) {}
+        rank(tr.rank()), prog(s.ranks[rank]), dataPreds(dataPreds) {}
 
   /// Sizes every scratch chunk by the data moved into it (call before
   /// checkSizes and run).
@@ -289,14 +376,18 @@ private:
   llvm::Error runDataflow();
   llvm::Error runRounds();
   void complete(ir::OpId id);
+  void buildGraph(bool relax);
   llvm::Error timeoutError(llvm::ArrayRef<ir::OpId> waitingRecv,
                            llvm::ArrayRef<ir::OpId> waitingSend,
                            size_t pendingForwards) const;
   llvm::Error fail(llvm::Error err) {
     // Receives may still land in the staging buffer: park it.
+    // Sends from scratch may still be in flight: park it too.
     std::lock_guard<std::mutex> lock(graveyardMutex);
     graveyard.push_back(std::move(stagingCache));
     stagingCache = {};
+    graveyard.push_back(std::move(scratchCache));
+    scratchCache = {};
     return err;
   }
 
@@ -308,12 +399,12 @@ private:
   const RunOptions &opts;
   int rank;
   const ir::RankProgram &prog;
+  llvm::ArrayRef<std::vector<ir::OpId>> dataPreds;
 
   /// Per rank, the element offset of every scratch chunk (scratchChunks+1
   /// entries); empty when every chunk has the same size (count % k == 0).
   std::vector<std::vector<size_t>> scratchOff;
   char *base[3] = {nullptr, nullptr, nullptr};
-  std::vector<char> scratch;
   char *staging = nullptr; ///< stagingCache or the transport's workspace
   /// A send an op wants to make; round mode collects them per round.
   struct OutSend {
@@ -330,6 +421,8 @@ private:
   std::vector<bool> recvDone;
   std::deque<ir::OpId> ready;
   size_t doneCount = 0;
+  bool relaxed = false; ///< buildGraph's mode
+
 };
 
 void RankRun::inferScratch() {
@@ -478,8 +571,45 @@ llvm::Error RankRun::checkSizes() const {
 void RankRun::complete(ir::OpId id) {
   ++doneCount;
   for (ir::OpId n : succs[id])
-    if (--predsLeft[n] == 0)
-      ready.push_back(n);
+    if (--predsLeft[n] == 0) {
+      // Sends first: the wire (and the peer) waits for them, while compute
+      // that is ready can run while they travel.
+      if (relaxed && ir::sends(prog.ops[n].kind))
+        ready.push_front(n);
+      else
+        ready.push_back(n);
+    }
+}
+
+void RankRun::buildGraph(bool relax) {
+  relaxed = relax;
+  size_t nOps = prog.ops.size();
+  predsLeft.assign(nOps, 0);
+  succs.assign(nOps, {});
+  // Strict: an op waits for its deps and the previous op of its
+  // threadblock (MSCCL's program order). Relaxed: Plan::dataPreds.
+  std::map<ir::TbId, ir::OpId> lastOfTb;
+  std::vector<ir::OpId> preds;
+  for (size_t i = 0; i < nOps; ++i) {
+    const ir::Op &op = prog.ops[i];
+    auto id = static_cast<ir::OpId>(i);
+    if (relax) {
+      preds = dataPreds[i];
+    } else {
+      preds = op.deps;
+      if (op.threadblock != ir::kNone) {
+        auto it = lastOfTb.find(op.threadblock);
+        if (it != lastOfTb.end())
+          preds.push_back(it->second);
+        lastOfTb[op.threadblock] = id;
+      }
+      llvm::sort(preds);
+      preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    }
+    predsLeft[i] = static_cast<int32_t>(preds.size());
+    for (ir::OpId p : preds)
+      succs[p].push_back(id);
+  }
 }
 
 llvm::Error RankRun::execute(ir::OpId id, std::optional<RequestId> &sendReq) {
@@ -500,6 +630,17 @@ llvm::Error RankRun::execute(ir::OpId id, std::optional<RequestId> &sendReq) {
     char *msg = staging + stagingOffset[id];
     const ir::BufferRef &w = wireRef(op);
     size_t n = elems(w);
+    if ((f & ir::OF_WD) && !(f & ir::OF_SN)) {
+      // Nothing reads the staging slice afterwards: combine straight into
+      // dst (one pass instead of combining in place and copying), unless
+      // dst overlaps src at another offset.
+      char *d = ptr(op.dst);
+      size_t bytes = n * esz;
+      const char *src = (f & ir::OF_RE) ? ptr(op.src) : nullptr;
+      if (!src || src == d || src + bytes <= d || d + bytes <= src)
+        return src ? tr.axpby(d, op.localCoeff, src, op.msgCoeff, msg, n, t)
+                   : tr.scaleCopy(d, op.msgCoeff, msg, n, t);
+    }
     if (f & ir::OF_RE) {
       if (auto err =
               tr.axpby(msg, op.localCoeff, ptr(op.src), op.msgCoeff, msg, n, t))
@@ -564,26 +705,6 @@ llvm::Error RankRun::timeoutError(llvm::ArrayRef<ir::OpId> waitingRecv,
 
 llvm::Error RankRun::run(const void *sendbuf, void *recvbuf, bool byRounds) {
   size_t nOps = prog.ops.size();
-  // Dependencies: deps plus program order inside a threadblock.
-  predsLeft.assign(nOps, 0);
-  succs.assign(nOps, {});
-  std::map<ir::TbId, ir::OpId> lastOfTb;
-  for (size_t i = 0; i < nOps; ++i) {
-    const ir::Op &op = prog.ops[i];
-    std::vector<ir::OpId> preds = op.deps;
-    if (op.threadblock != ir::kNone) {
-      auto it = lastOfTb.find(op.threadblock);
-      if (it != lastOfTb.end())
-        preds.push_back(it->second);
-      lastOfTb[op.threadblock] = static_cast<ir::OpId>(i);
-    }
-    llvm::sort(preds);
-    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    predsLeft[i] = static_cast<int32_t>(preds.size());
-    for (ir::OpId p : preds)
-      succs[p].push_back(static_cast<ir::OpId>(i));
-  }
-
   base[static_cast<int>(ir::BufferKind::Input)] =
       const_cast<char *>(static_cast<const char *>(sendbuf));
   base[static_cast<int>(ir::BufferKind::Output)] = static_cast<char *>(recvbuf);
@@ -596,8 +717,10 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf, bool byRounds) {
       return w.takeError();
     base[static_cast<int>(ir::BufferKind::Scratch)] = static_cast<char *>(*w);
   } else {
-    scratch.assign(scratchBytes, 0);
-    base[static_cast<int>(ir::BufferKind::Scratch)] = scratch.data();
+    // Like the device workspace, not cleared between runs: a verified plan
+    // writes a scratch chunk before it reads it.
+    base[static_cast<int>(ir::BufferKind::Scratch)] =
+        cached(scratchCache, scratchBytes);
   }
 
   // Staging slices for every receiving op, then post every receive.
@@ -615,10 +738,11 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf, bool byRounds) {
       return w.takeError();
     staging = static_cast<char *>(*w);
   } else {
-    if (stagingCache.size() < total)
-      stagingCache.resize(total);
-    staging = stagingCache.data();
+    staging = cached(stagingCache, total);
   }
+  // Host transports in dataflow mode order a threadblock's ops only where
+  // they touch the same memory; rounds and device streams keep its order.
+  buildGraph(/*relax=*/!byRounds && !tr.deviceMemory() && !dataPreds.empty());
   if (auto err = byRounds ? runRounds() : runDataflow())
     return err;
   return tr.finish();
@@ -674,6 +798,24 @@ llvm::Error RankRun::runDataflow() {
       if (sendReq)
         forwards.push_back(*sendReq);
       complete(id);
+      // Between compute ops, let messages that arrived meanwhile make
+      // their receiving ops ready (and let MPI move data: it progresses
+      // only inside its calls).
+      if (relaxed && !waitingRecv.empty() && !ir::receives(op.kind)) {
+        for (size_t k = 0; k < waitingRecv.size();) {
+          ir::OpId w = waitingRecv[k];
+          auto done = tr.test(*recvReq[w]);
+          if (!done)
+            return fail(done.takeError());
+          if (!*done) {
+            ++k;
+            continue;
+          }
+          recvDone[w] = true;
+          ready.push_front(w);
+          waitingRecv.erase(waitingRecv.begin() + k);
+        }
+      }
     }
     if (doneCount == nOps)
       break;
@@ -869,17 +1011,31 @@ llvm::Error Plan::run(const void *sendbuf, void *recvbuf, size_t count,
       return makeUserError("plan '" + s.name + "' is in-place: it needs " +
                            rule + " (elements)");
   }
-  RankRun rr(s, *layout, t, tr, opts);
+  RankRun rr(s, *layout, t, tr, opts, dataPredsOf(dataPreds, tr.rank()));
   rr.inferScratch();
   llvm::Error sizes = rr.checkSizes();
   if (!sizes)
     return rr.run(sendbuf, recvbuf, opts.rounds || tr.roundBased());
-  if (count % size_t(layout->chunksPerBlock) == 0)
+  size_t k = size_t(layout->chunksPerBlock);
+  if (count % k == 0)
     return sizes;
   // Chunks of unequal size do not fit this plan (a coded plan combines
   // chunks element by element): run it on zero-padded copies whose count
   // is a multiple of the chunks per block, then copy the results back.
   llvm::consumeError(std::move(sizes));
+  if (s.collective == ir::Collective::AllReduce && count > k) {
+    // An all-reduce is element by element: run the largest multiple of k
+    // on the caller's buffers as they are, and only the tail (fewer than k
+    // elements) on padded copies, instead of copying everything twice.
+    size_t head = count / k * k;
+    RunOptions inner = opts;
+    inner.checkPeers = false; // checked above for the whole count
+    if (auto err = run(sendbuf, recvbuf, head, t, tr, inner))
+      return err;
+    return runPadded(static_cast<const char *>(sendbuf) + head * esz,
+                     static_cast<char *>(recvbuf) + head * esz, count - head,
+                     t, tr, inner, *layout);
+  }
   return runPadded(sendbuf, recvbuf, count, t, tr, opts, *layout);
 }
 
@@ -892,7 +1048,7 @@ llvm::Error Plan::runPadded(const void *sendbuf, void *recvbuf, size_t count,
   auto layout = layoutFor(s, padded);
   if (!layout)
     return layout.takeError();
-  RankRun rr(s, *layout, t, tr, opts);
+  RankRun rr(s, *layout, t, tr, opts, dataPredsOf(dataPreds, tr.rank()));
   rr.inferScratch();
   if (auto err = rr.checkSizes())
     return err;
@@ -904,7 +1060,6 @@ llvm::Error Plan::runPadded(const void *sendbuf, void *recvbuf, size_t count,
   if (s.inplace)
     inBytes = 0, outBytes = std::max(inBlocks, outBlocks) * padded * esz;
   char *pin = nullptr, *pout = nullptr;
-  std::vector<char> hostIn, hostOut;
   if (tr.deviceMemory()) {
     if (inBytes) {
       auto w = tr.workspace(3, inBytes);
@@ -917,16 +1072,21 @@ llvm::Error Plan::runPadded(const void *sendbuf, void *recvbuf, size_t count,
       return w.takeError();
     pout = static_cast<char *>(*w);
   } else {
-    hostIn.resize(inBytes);
-    hostOut.resize(outBytes);
-    pin = hostIn.data();
-    pout = hostOut.data();
+    pin = cached(paddedInCache, inBytes);
+    pout = cached(paddedOutCache, outBytes);
   }
-  if (inBytes)
-    if (auto err = tr.zero(pin, inBytes))
-      return err;
-  if (auto err = tr.zero(pout, outBytes))
-    return err;
+  // Only the padding of the input blocks must be zero (the copies below
+  // fill the rest; a plan writes its output before reading it, as it must
+  // for a caller's uninitialised recvbuf): in place every block of the one
+  // region, out of place the input's.
+  {
+    char *p = s.inplace ? pout : pin;
+    size_t blocks = s.inplace ? std::max(inBlocks, outBlocks) : inBlocks;
+    for (size_t b = 0; b < blocks; ++b)
+      if (auto err = tr.zero(p + (b * padded + count) * esz,
+                             (padded - count) * esz))
+        return err;
+  }
   // Block b of a user buffer (count elements each) into block b of a padded
   // one (padded elements each), or back.
   auto copyBlocks = [&](char *dst, size_t dstStride, const char *src,

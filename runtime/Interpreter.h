@@ -3,9 +3,11 @@
 // Plan::load reads and re-verifies a plan (backends/PlanJson.h); Plan::run
 // executes the calling rank's ops on a Transport for `count` elements:
 // every receive is posted up front into a private staging buffer, ops start
-// as soon as their dependencies (and the previous op of their threadblock)
-// are done, sends are nonblocking, and the run blocks only when nothing is
-// runnable. Chunks are "balanced": see chunkOffset and docs/Runtime.md.
+// as soon as their dependencies are done (on host transports: deps and the
+// earlier conflicting memory accesses, Plan::dataflowPreds; otherwise deps
+// and the previous op of their threadblock), sends are nonblocking, and the
+// run blocks only when nothing is runnable. Chunks are "balanced": see
+// chunkOffset and docs/Runtime.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_INTERPRETER_H
@@ -20,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace topocc::runtime {
@@ -88,6 +91,14 @@ public:
                                            backends::PlanMeta meta = {});
 
   const ir::Schedule &schedule() const { return plan.schedule; }
+  /// The ops op `op` of rank `r` waits for when a host transport runs the
+  /// plan as dataflow (see dataPreds below); empty when the plan could not
+  /// be ordered (then threadblock order is used).
+  llvm::ArrayRef<ir::OpId> dataflowPreds(ir::RankId r, ir::OpId op) const {
+    if (!dataPreds)
+      return {};
+    return (*dataPreds)[size_t(r)][size_t(op)];
+  }
   const backends::PlanMeta &meta() const { return plan.meta; }
   uint64_t hash() const { return plan.contentHash; }
 
@@ -111,7 +122,21 @@ private:
                         DType t, Transport &tr, const RunOptions &opts,
                         const BufferLayout &user) const;
 
+  /// Computes `dataPreds` (load and fromSchedule call it).
+  void buildDataflow();
+
   backends::LoadedPlan plan;
+  /// Per rank, per op: the ops it must wait for when a host transport runs
+  /// the plan as dataflow: its deps plus, for every buffer slot it reads or
+  /// writes, the earlier conflicting accesses of its rank (last writer;
+  /// for a write also the readers since), "earlier" meaning the order of
+  /// the schedule's happens-before graph (threadblock order, deps and
+  /// messages; ir/CombinedGraph.h). Every conflicting pair keeps the order
+  /// the verified schedule gives it, so results are bit for bit those of
+  /// threadblock order, but an op no longer waits for unrelated ops listed
+  /// before it (a send for the encodes of other chunks).
+  std::shared_ptr<const std::vector<std::vector<std::vector<ir::OpId>>>>
+      dataPreds;
 };
 
 } // namespace topocc::runtime

@@ -1,10 +1,12 @@
 //===- runtime/bench/TopoccBench.cpp - topocc-bench -----------------------===//
 //
-// An nccl-tests style benchmark of a topocc plan over MPI, with MPI's own
-// collective as the baseline in the same run:
+// An nccl-tests style benchmark of a topocc plan over MPI (host memory) or
+// NCCL (one GPU per rank), with MPI's or NCCL's own collective as the
+// baseline in the same run on the same buffers:
 //
 //   topocc-mpirun -np 8 topocc-bench --plan P.json -b 1K -e 256M -f 2
 //       -n 20 -w 5 -c 1 -d float --baseline mpi -J out.json
+//   mpirun -np 8 topocc-bench --plan P.json --baseline nccl -d bfloat16
 //   topocc-mpirun -np 8 topocc-bench --topology T.yaml --algorithm cerar
 //       --tolerance 1e-3 --size 256M -b 16M -e 256M ...
 //
@@ -25,6 +27,13 @@
 // check (every rank runs the same plan and count) runs on the first warm-up
 // iteration of each size, not in the timed loop.
 //
+// --transport nccl (the default with --baseline nccl) runs the plan through
+// NcclTransport on device buffers (GPU = local rank modulo the device
+// count; runtime/cuda/nccl/NcclSession.h) and --baseline nccl times
+// ncclAllReduce / ncclAllGather / ncclReduceScatter on the same buffers.
+// Only in builds with CUDA and NCCL (TOPOCC_BENCH_NCCL); without a device on
+// every rank it stops with the reason before any NCCL call.
+//
 //===----------------------------------------------------------------------===//
 
 #include "backends/PlanJson.h"
@@ -33,6 +42,11 @@
 #include "runtime/Interpreter.h"
 #include "runtime/mpi/MpiTransport.h"
 #include "support/Diagnostics.h"
+#ifdef TOPOCC_BENCH_NCCL
+#include "runtime/cuda/CudaTransport.h"
+#include "runtime/cuda/nccl/NcclSession.h"
+#include "runtime/cuda/nccl/NcclTransport.h"
+#endif
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -45,6 +59,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,6 +74,8 @@ struct Options {
   int iters = 20, warmup = 5, check = 1;
   std::string dtype = "float";
   std::string planFile, topology, collective = "allreduce", baseline;
+  std::string transport; ///< mpi or nccl; empty: nccl with --baseline nccl
+
   std::string algorithm = "ring", size;
   double tolerance = 0;
   int components = 0;
@@ -93,6 +110,14 @@ float inputValue(int r, size_t i, int iter) {
   return float(int((r * 7 + i * 3 + size_t(iter)) % 11) - 5);
 }
 
+/// The NCCL communicator and stream of a --transport nccl run.
+struct DeviceSide {
+#ifdef TOPOCC_BENCH_NCCL
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+#endif
+};
+
 struct Result {
   double timeUs = 0, algbw = 0, busbw = 0;
   long long wrong = -1; ///< -1: not checked
@@ -103,8 +128,11 @@ struct Result {
 
 class Bench {
 public:
-  Bench(const Options &o, const Plan &plan, DType t, MpiTransport &tr)
-      : o(o), plan(plan), s(plan.schedule()), t(t), tr(tr),
+  /// `dev` (a build with NCCL): the plan runs on device buffers through
+  /// `tr`, an NcclTransport of `dev`; null: host buffers.
+  Bench(const Options &o, const Plan &plan, DType t, Transport &tr,
+        const DeviceSide *dev)
+      : o(o), plan(plan), s(plan.schedule()), t(t), tr(tr), dev(dev),
         n(tr.size()), rank(tr.rank()), esz(dtypeSize(t)) {}
 
   size_t countFor(size_t bytes) const {
@@ -124,28 +152,64 @@ public:
     layout = *l;
     mem.assign((layout.inputElements() + layout.outputElements()) * esz + 64,
                0);
-    send = mem.data();
-    recv = mem.data() + layout.inputElements() * esz;
+    size_t sendOff = 0, recvOff = layout.inputElements() * esz;
     if (s.inplace) {
       if (s.collective == ir::Collective::AllGather) {
-        recv = mem.data();
-        send = recv + size_t(rank) * count * esz;
+        recvOff = 0;
+        sendOff = size_t(rank) * count * esz;
       } else if (s.collective == ir::Collective::ReduceScatter) {
-        send = mem.data();
-        recv = send + size_t(rank) * count * esz;
+        sendOff = 0;
+        recvOff = size_t(rank) * count * esz;
       } else {
-        send = recv = mem.data();
+        sendOff = recvOff = 0;
       }
     }
+    hsend = mem.data() + sendOff;
+    hrecv = mem.data() + recvOff;
+    char *base = mem.data();
+#ifdef TOPOCC_BENCH_NCCL
+    if (dev) {
+      // Same layout on the device; every run and baseline uses it.
+      if (auto err = dmem.allocate(mem.size()))
+        fatal(std::move(err));
+      base = dmem.data();
+    }
+#endif
+    send = base + sendOff;
+    recv = base + recvOff;
   }
   void fill(int iter) {
     for (size_t i = 0; i < layout.inputElements(); ++i)
-      storeElement(send, i, t, inputValue(rank, i, iter));
+      storeElement(hsend, i, t, inputValue(rank, i, iter));
+#ifdef TOPOCC_BENCH_NCCL
+    if (dev)
+      if (auto err = cudaCheck(cudaMemcpy(dmem.data(), mem.data(), mem.size(),
+                                          cudaMemcpyHostToDevice),
+                               "cudaMemcpy to the device"))
+        fatal(std::move(err));
+#endif
+  }
+  /// Waits for the device work of the timed loop (the baseline's NCCL
+  /// calls are asynchronous; Plan::run synchronises itself).
+  void sync() {
+#ifdef TOPOCC_BENCH_NCCL
+    if (dev)
+      if (auto err = cudaCheck(cudaStreamSynchronize(dev->stream),
+                               "cudaStreamSynchronize"))
+        fatal(std::move(err));
+#endif
   }
   /// Checks the output against the exact result of iteration `iter`'s
   /// inputs: the number of wrong elements (summed over ranks) and, for
   /// coded plans, the relative error (maxima over ranks).
-  void check(int iter, Result &r) const {
+  void check(int iter, Result &r) {
+#ifdef TOPOCC_BENCH_NCCL
+    if (dev)
+      if (auto err = cudaCheck(cudaMemcpy(mem.data(), dmem.data(), mem.size(),
+                                          cudaMemcpyDeviceToHost),
+                               "cudaMemcpy from the device"))
+        fatal(std::move(err));
+#endif
     long long wrong = 0;
     double maxDiff = 0, maxExact = 0;
     size_t count = layout.count;
@@ -164,7 +228,7 @@ public:
           want += inputValue(q, i, iter);
         break;
       }
-      float got = loadElement(recv, i, t);
+      float got = loadElement(hrecv, i, t);
       wrong += got != want;
       maxDiff = std::max(maxDiff, std::fabs(double(got) - double(want)));
       maxExact = std::max(maxExact, std::fabs(double(want)));
@@ -186,6 +250,14 @@ public:
   }
   void runBaseline() {
     size_t count = layout.count;
+#ifdef TOPOCC_BENCH_NCCL
+    if (dev) {
+      if (auto err = runNcclCollective(s.collective, send, recv, count, t,
+                                       dev->comm, dev->stream))
+        fatal(std::move(err));
+      return;
+    }
+#endif
     const void *in = s.inplace ? MPI_IN_PLACE : send;
     switch (s.collective) {
     case ir::Collective::AllGather:
@@ -209,10 +281,12 @@ public:
     Result r;
     for (int i = 0; i < o.warmup; ++i)
       fn(i == 0);
+    sync();
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < o.iters; ++i)
       fn(false);
+    sync();
     double mine = (MPI_Wtime() - t0) / std::max(1, o.iters), worst = 0;
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     r.timeUs = worst * 1e6;
@@ -221,6 +295,7 @@ public:
     if (o.check) {
       fill(1);
       fn(false);
+      sync();
       check(1, r);
       fill(0);
     }
@@ -239,12 +314,17 @@ public:
   const Plan &plan;
   const ir::Schedule &s;
   DType t;
-  MpiTransport &tr;
+  Transport &tr;
+  const DeviceSide *dev;
   int n, rank;
   size_t esz;
   BufferLayout layout;
-  std::vector<char> mem;
-  char *send = nullptr, *recv = nullptr;
+  std::vector<char> mem; ///< host buffers (the device's mirror with dev)
+  char *hsend = nullptr, *hrecv = nullptr; ///< in mem
+  char *send = nullptr, *recv = nullptr;   ///< what runs use
+#ifdef TOPOCC_BENCH_NCCL
+  DeviceBuffer dmem;
+#endif
 };
 
 /// One side of a row; `bound` > 0 (a coded plan) shows the relative error
@@ -268,8 +348,8 @@ std::string fmtResult(const Result &r, double bound) {
 
 int runMain(int argc, char **argv) {
   Options o;
-  CLI::App app{"topocc-bench: time a topocc plan over MPI (nccl-tests "
-               "conventions)"};
+  CLI::App app{"topocc-bench: time a topocc plan over MPI or NCCL "
+               "(nccl-tests conventions)"};
   app.add_option("-b,--minbytes", o.minBytes, "Smallest size (8, 1K, 256M)");
   app.add_option("-e,--maxbytes", o.maxBytes, "Largest size");
   app.add_option("-f,--stepfactor", o.factor, "Size multiplier per step");
@@ -301,7 +381,16 @@ int runMain(int argc, char **argv) {
                  "Channels (with --topology; 0: the ring search's choice; "
                  "default 1, auto for --algorithm auto)");
   app.add_flag("--inplace", o.inplace, "In-place plan (with --topology)");
-  app.add_option("--baseline", o.baseline, "mpi: also time MPI's collective");
+  app.add_option("--baseline", o.baseline,
+                 "mpi: also time MPI_Allreduce/MPI_Allgather/"
+                 "MPI_Reduce_scatter_block (host buffers, fp32); nccl: also "
+                 "time ncclAllReduce/ncclAllGather/ncclReduceScatter on the "
+                 "plan's device buffers (builds with CUDA and NCCL; one GPU "
+                 "per rank)");
+  app.add_option("--transport", o.transport,
+                 "mpi: run the plan over MPI on host buffers (default); "
+                 "nccl: over NCCL on device buffers, GPU = local rank modulo "
+                 "the device count (default with --baseline nccl)");
   app.add_option("--timeout", o.timeout,
                  "Seconds without progress before a run fails (0: none)");
   app.add_option("-J,--output_file", o.jsonOut, "Write results as JSON");
@@ -315,8 +404,8 @@ int runMain(int argc, char **argv) {
     return e.get_exit_code() == 0 ? 0 : 1;
   }
 
-  MpiTransport tr;
-  int rank = tr.rank(), n = tr.size();
+  MpiTransport mpi;
+  int rank = mpi.rank(), n = mpi.size();
   auto userError = [&](const llvm::Twine &msg) {
     if (rank == 0)
       llvm::errs() << "topocc-bench: error: " << msg << "\n";
@@ -330,11 +419,52 @@ int runMain(int argc, char **argv) {
   if (!minB || !maxB || *minB == 0 || *maxB < *minB || o.factor <= 1)
     return userError("bad size range -b " + o.minBytes + " -e " + o.maxBytes +
                      " -f " + std::to_string(o.factor));
-  if (!o.baseline.empty() && o.baseline != "mpi")
-    return userError("unknown --baseline '" + o.baseline + "'; expected mpi");
+  if (!o.baseline.empty() && o.baseline != "mpi" && o.baseline != "nccl")
+    return userError("unknown --baseline '" + o.baseline +
+                     "'; expected mpi or nccl");
+  if (o.transport.empty())
+    o.transport = o.baseline == "nccl" ? "nccl" : "mpi";
+  if (o.transport != "mpi" && o.transport != "nccl")
+    return userError("unknown --transport '" + o.transport +
+                     "'; expected mpi or nccl");
   if (o.baseline == "mpi" && *dtype != DType::F32)
     return userError("--baseline mpi needs -d float (MPI has no fp16/bf16 "
                      "type)");
+  if (o.baseline == "mpi" && o.transport == "nccl")
+    return userError("--baseline mpi times MPI on host buffers; it cannot run "
+                     "with --transport nccl (use --baseline nccl)");
+  if (o.baseline == "nccl" && o.transport == "mpi")
+    return userError("--baseline nccl times NCCL on device buffers; it needs "
+                     "--transport nccl (the default with --baseline nccl)");
+  const bool useNccl = o.transport == "nccl";
+#ifndef TOPOCC_BENCH_NCCL
+  if (useNccl)
+    return userError("this topocc-bench was built without NCCL (CMake did not "
+                     "find the CUDA toolkit and NCCL), so --transport nccl and "
+                     "--baseline nccl are not available");
+#else
+  // Every rank needs a GPU: agree on that before any NCCL call, so a
+  // machine without one gets the reason instead of a hang or a crash.
+  if (useNccl) {
+    auto devices = cudaDeviceCount();
+    std::string why = devices ? "" : llvm::toString(devices.takeError());
+    if (llvm::StringRef(why).startswith("error: ")) // a user error's prefix
+      why.erase(0, 7);
+    while (!why.empty() && why.back() == '\n')
+      why.pop_back();
+    int none = !why.empty(), firstNone = n;
+    int mine = none ? rank : n;
+    MPI_Allreduce(&mine, &firstNone, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (firstNone < n) {
+      if (rank == firstNone)
+        llvm::errs() << "topocc-bench: error: --" 
+                     << (o.baseline == "nccl" ? "baseline" : "transport")
+                     << " nccl needs a GPU on every rank; rank " << rank
+                     << " has none: " << why << "\n";
+      return 1;
+    }
+  }
+#endif
   if (o.planFile.empty() == o.topology.empty())
     return userError("give either --plan FILE or --topology FILE");
   std::optional<size_t> planBytes = maxB;
@@ -411,9 +541,40 @@ int runMain(int argc, char **argv) {
     return 1;
   }
 
-  Bench b(o, *plan, *dtype, tr);
+  DeviceSide side;
+  Transport *tr = &mpi;
+#ifdef TOPOCC_BENCH_NCCL
+  std::unique_ptr<NcclSession> session;
+  std::unique_ptr<NcclTransport> nccl;
+  if (useNccl) {
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                        MPI_INFO_NULL, &local);
+    int localRank = 0;
+    MPI_Comm_rank(local, &localRank);
+    MPI_Comm_free(&local);
+    auto created = NcclSession::create(
+        rank, n, localRank, [](void *id, size_t bytes) {
+          MPI_Bcast(id, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+        });
+    if (!created) {
+      llvm::errs() << "topocc-bench: rank " << rank << ": error: "
+                   << llvm::toString(created.takeError()) << "\n";
+      llvm::errs().flush();
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      return 1;
+    }
+    session = std::move(*created);
+    nccl = std::make_unique<NcclTransport>(session->comm(), session->stream());
+    side.comm = session->comm();
+    side.stream = session->stream();
+    tr = nccl.get();
+  }
+#endif
+  Bench b(o, *plan, *dtype, *tr, useNccl ? &side : nullptr);
   const ir::Schedule &s = plan->schedule();
-  bool baseline = o.baseline == "mpi";
+  bool baseline = !o.baseline.empty();
+  const std::string baseName = o.baseline == "nccl" ? "NCCL" : "MPI";
   // > 0: a coded plan; includes the dtype's rounding amplified by the code.
   const double bound = valueErrorBound(plan->meta(), *dtype);
   const bool coded = bound > 0;
@@ -424,10 +585,11 @@ int runMain(int argc, char **argv) {
                            : plan->meta().algorithm + ", ";
     llvm::outs() << llvm::formatv(
         "# topocc-bench: plan '{0}' ({7}{1}, {2}, {3} ranks, {4} chunks per "
-        "loop, {5} channels), hash {6}\n",
+        "loop, {5} channels), hash {6}, over {8}\n",
         s.name, ir::collectiveName(s.collective),
         s.inplace ? "in-place" : "out-of-place", s.numRanks, s.chunksPerLoop,
-        s.numChannels, backends::formatHash(plan->hash()), algo);
+        s.numChannels, backends::formatHash(plan->hash()), algo,
+        useNccl ? "NCCL (device buffers)" : "MPI (host buffers)");
     if (coded)
       llvm::outs() << llvm::formatv(
           "# coded plan: error bound {0:e} = {1:e} (code) + {2:e} (unit "
@@ -443,7 +605,8 @@ int runMain(int argc, char **argv) {
     const char *checkPad = coded ? "                  " : "      ";
     llvm::outs() << "#                                           topocc plan"
                  << (baseline ? std::string(coded ? 12 : 0, ' ') +
-                                    "                     MPI baseline"
+                                    std::string(33 - baseName.size() - 9, ' ') +
+                                    baseName + " baseline"
                               : "")
                  << "\n";
     llvm::outs() << "#       size      count   type  redop       time   algbw"
@@ -500,7 +663,7 @@ int runMain(int argc, char **argv) {
         row["wrong"] = p.wrong;
       }
       if (baseline)
-        row["baseline"] = llvm::json::Object{{"name", "mpi"},
+        row["baseline"] = llvm::json::Object{{"name", o.baseline},
                                              {"time_us", m.timeUs},
                                              {"algbw", m.algbw},
                                              {"busbw", m.busbw},
@@ -512,8 +675,8 @@ int runMain(int argc, char **argv) {
     llvm::outs() << llvm::formatv("# Avg bus bandwidth    : {0:f3} GB/s",
                                   sizes ? sumPlan / sizes : 0);
     if (baseline)
-      llvm::outs() << llvm::formatv(" (MPI baseline {0:f3} GB/s)",
-                                    sizes ? sumBase / sizes : 0);
+      llvm::outs() << llvm::formatv(" ({0} baseline {1:f3} GB/s)", baseName,
+                                  sizes ? sumBase / sizes : 0);
     llvm::outs() << "\n";
     if (overBound)
       llvm::outs() << "# WARNING: the measured relative error exceeds the "

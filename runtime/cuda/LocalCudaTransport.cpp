@@ -71,29 +71,14 @@ llvm::Expected<RequestId> LocalCudaTransport::isend(const void *buf,
   if (auto err = cudaCheck(cudaEventRecord(ready, strm), "cudaEventRecord"))
     return err;
   std::lock_guard<std::mutex> lock(f.mu);
-  LocalCudaFabric::Key key{me, peer, msg};
-  std::shared_ptr<LocalCudaFabric::Transfer> x;
-  auto &waiting = f.recvs[key];
-  bool matchNow = !waiting.empty();
-  if (matchNow) {
-    x = waiting.front();
-    waiting.pop_front();
-  } else {
-    x = std::make_shared<LocalCudaFabric::Transfer>();
-    f.sends[key].push_back(x);
-  }
-  if (waiting.empty())
-    f.recvs.erase(key);
+  bool matched = false;
+  auto x = matchOrQueue(f.recvs, f.sends, {me, peer, msg}, matched);
   x->src = buf;
   x->srcBytes = bytes;
   x->ready = ready;
   x->done = done;
-  if (matchNow)
-    if (auto err = startCopy(*x, peer))
-      return err;
-  RequestId id = nextId++;
-  requests[id] = Request{true, peer, msg, x};
-  return id;
+  return post(std::move(x), matched, /*receiver=*/peer, /*isSend=*/true,
+              peer, msg);
 }
 
 llvm::Expected<RequestId> LocalCudaTransport::irecv(void *buf, size_t bytes,
@@ -101,26 +86,43 @@ llvm::Expected<RequestId> LocalCudaTransport::irecv(void *buf, size_t bytes,
   if (peer < 0 || peer >= f.size())
     return makeInternalError(llvm::formatv("receive from bad peer {0}", peer));
   std::lock_guard<std::mutex> lock(f.mu);
-  LocalCudaFabric::Key key{peer, me, msg};
+  bool matched = false;
+  auto x = matchOrQueue(f.sends, f.recvs, {peer, me, msg}, matched);
+  x->dst = buf;
+  x->dstBytes = bytes;
+  return post(std::move(x), matched, /*receiver=*/me, /*isSend=*/false, peer,
+              msg);
+}
+
+std::shared_ptr<LocalCudaFabric::Transfer>
+LocalCudaTransport::matchOrQueue(LocalCudaFabric::Queues &theirs,
+                                 LocalCudaFabric::Queues &mine,
+                                 const LocalCudaFabric::Key &key,
+                                 bool &matched) {
   std::shared_ptr<LocalCudaFabric::Transfer> x;
-  auto &waiting = f.sends[key];
-  bool matchNow = !waiting.empty();
-  if (matchNow) {
+  auto &waiting = theirs[key];
+  matched = !waiting.empty();
+  if (matched) {
     x = waiting.front();
     waiting.pop_front();
   } else {
     x = std::make_shared<LocalCudaFabric::Transfer>();
-    f.recvs[key].push_back(x);
+    mine[key].push_back(x);
   }
   if (waiting.empty())
-    f.sends.erase(key);
-  x->dst = buf;
-  x->dstBytes = bytes;
-  if (matchNow)
-    if (auto err = startCopy(*x, me))
+    theirs.erase(key);
+  return x;
+}
+
+llvm::Expected<RequestId>
+LocalCudaTransport::post(std::shared_ptr<LocalCudaFabric::Transfer> x,
+                         bool matched, int receiver, bool isSend, int peer,
+                         int64_t msg) {
+  if (matched)
+    if (auto err = startCopy(*x, receiver))
       return err;
   RequestId id = nextId++;
-  requests[id] = Request{false, peer, msg, x};
+  requests[id] = Request{isSend, peer, msg, std::move(x)};
   return id;
 }
 

@@ -42,9 +42,10 @@ private:
     bool matched = false;
     bool sizeMismatch = false;
   };
+  using Queues = std::map<Key, std::deque<std::shared_ptr<Transfer>>>;
   std::vector<cudaStream_t> streams;
   /// Unmatched sends and receives, FIFO per key.
-  std::map<Key, std::deque<std::shared_ptr<Transfer>>> sends, recvs;
+  Queues sends, recvs;
 };
 
 class LocalCudaTransport final : public CudaTransport {
@@ -73,6 +74,18 @@ private:
     int64_t msg = 0;
     std::shared_ptr<LocalCudaFabric::Transfer> x;
   };
+  /// REQUIRES: f.mu held. The oldest transfer the other side posted for
+  /// `key` in `theirs` (matched = true), else a new one queued in `mine`
+  /// for the other side to find (matched = false). isend and irecv are this
+  /// with the queues swapped.
+  std::shared_ptr<LocalCudaFabric::Transfer>
+  matchOrQueue(LocalCudaFabric::Queues &theirs, LocalCudaFabric::Queues &mine,
+               const LocalCudaFabric::Key &key, bool &matched);
+  /// REQUIRES: f.mu held. Starts the copy of a matched transfer on
+  /// `receiver`'s stream, then registers the request.
+  llvm::Expected<RequestId>
+  post(std::shared_ptr<LocalCudaFabric::Transfer> x, bool matched,
+       int receiver, bool isSend, int peer, int64_t msg);
   /// REQUIRES: f.mu held. Enqueues the copy of a matched transfer.
   llvm::Error startCopy(LocalCudaFabric::Transfer &x, int receiver);
   /// REQUIRES: f.mu held. True when `id` completed (and was released).

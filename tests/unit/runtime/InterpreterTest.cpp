@@ -256,10 +256,15 @@ TEST(Interpreter, TimeoutNamesThePendingMessages) {
     });
   for (std::thread &th : threads)
     th.join();
-  // Rank 0 receives from rank 2 (its ring predecessor) first.
+  // Rank 0 waits for every message from rank 2 (its ring predecessor): in
+  // dataflow order its receiving ops touch disjoint memory, so none waits
+  // for another (docs/Runtime.md, "Runs ops as soon as they may").
   EXPECT_EQ(errors[0], "error: rank 0: plan 'ring3_allreduce_c1_k1_outofplace' "
                        "made no progress for 0.20 s; waiting for:\n"
                        "  message 2 from rank 2 (%1 rrs)\n"
+                       "  message 5 from rank 2 (%2 rrcs)\n"
+                       "  message 8 from rank 2 (%3 rcs)\n"
+                       "  message 11 from rank 2 (%4 recv)\n"
                        "  (1 of 5 ops done)\n");
   EXPECT_NE(errors[1].find("made no progress"), std::string::npos)
       << errors[1];

@@ -10,12 +10,14 @@
 //   mpirun -np 8 topocc-nccl-run --plan P.json [--count 1048576]
 //          [-d float|half|bfloat16] [-n 20] [-w 5] [--baseline nccl]
 //
-// Exit 0 when every element is right; 77 with a message when this rank
-// has no CUDA device.
+// Exit 0 when every element is right; 77 with a message when a rank has
+// no CUDA device. Setup and the baseline are NcclSession.h's (shared with
+// topocc-bench --transport nccl).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Interpreter.h"
+#include "runtime/cuda/nccl/NcclSession.h"
 #include "runtime/cuda/nccl/NcclTransport.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -71,10 +73,22 @@ int runMain(int argc, char **argv) {
   if (!dtype || planPath.empty())
     return fail("usage: topocc-nccl-run --plan P.json [--count N] "
                 "[-d float|half|bfloat16] [-n 20] [-w 5] [--baseline nccl]");
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    llvm::outs() << "topocc-nccl-run: rank " << rank
-                 << ": no CUDA device; nothing run\n";
+  // Every rank needs a device; agree before NCCL setup so none waits.
+  auto devices = cudaDeviceCount();
+  int noDevice = !devices, anyNoDevice = 0;
+  MPI_Allreduce(&noDevice, &anyNoDevice, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (anyNoDevice) {
+    if (!devices) {
+      std::string why = llvm::toString(devices.takeError());
+      if (llvm::StringRef(why).startswith("error: ")) // a user error's prefix
+        why.erase(0, 7);
+      while (!why.empty() && why.back() == '\n')
+        why.pop_back();
+      llvm::outs() << "topocc-nccl-run: rank " << rank << ": " << why
+                   << "; nothing run\n";
+    }
+    else
+      llvm::consumeError(devices.takeError());
     return 77;
   }
   MPI_Comm local;
@@ -82,8 +96,6 @@ int runMain(int argc, char **argv) {
                       MPI_INFO_NULL, &local);
   int localRank = 0;
   MPI_Comm_rank(local, &localRank);
-  if (auto err = cudaCheck(cudaSetDevice(localRank % devices), "cudaSetDevice"))
-    return fail(llvm::toString(std::move(err)));
 
   auto plan = Plan::load(planPath);
   if (!plan)
@@ -93,24 +105,21 @@ int runMain(int argc, char **argv) {
   if (!layout)
     return fail(llvm::toString(layout.takeError()));
 
-  ncclUniqueId id;
-  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
-    return fail("ncclGetUniqueId failed");
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  ncclComm_t comm;
-  if (auto err = ncclCheck(ncclCommInitRank(&comm, world, id, rank),
-                           "ncclCommInitRank"))
-    return fail(llvm::toString(std::move(err)));
-  cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  auto session = NcclSession::create(
+      rank, world, localRank, [](void *id, size_t bytes) {
+        MPI_Bcast(id, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+      });
+  if (!session)
+    return fail(llvm::toString(session.takeError()));
+  ncclComm_t comm = (*session)->comm();
+  cudaStream_t stream = (*session)->stream();
 
   size_t esz = dtypeSize(*dtype);
   size_t inE = layout->inputElements(), outE = layout->outputElements();
-  char *mem = nullptr;
-  if (auto err = cudaCheck(cudaMalloc(reinterpret_cast<void **>(&mem),
-                                      (inE + outE) * esz + 256),
-                           "cudaMalloc"))
+  DeviceBuffer buf;
+  if (auto err = buf.allocate((inE + outE) * esz + 256))
     return fail(llvm::toString(std::move(err)));
+  char *mem = buf.data();
   char *send = mem, *recv = mem + (inE * esz + 255) / 256 * 256;
   if (s.inplace) {
     if (s.collective == ir::Collective::AllGather) {
@@ -168,16 +177,10 @@ int runMain(int argc, char **argv) {
   double planTime = timeRuns([&] { runPlan(fast); }, iters);
   double ncclTime = 0;
   if (baseline == "nccl") {
-    ncclDataType_t nt = *dtype == DType::F32   ? ncclFloat32
-                        : *dtype == DType::F16 ? ncclFloat16
-                                               : ncclBfloat16;
     auto coll = [&] {
-      if (s.collective == ir::Collective::AllGather)
-        ncclAllGather(send, recv, count, nt, comm, stream);
-      else if (s.collective == ir::Collective::ReduceScatter)
-        ncclReduceScatter(send, recv, count, nt, ncclSum, comm, stream);
-      else
-        ncclAllReduce(send, recv, count, nt, ncclSum, comm, stream);
+      if (llvm::Error err = runNcclCollective(s.collective, send, recv, count,
+                                              *dtype, comm, stream))
+        fail(llvm::toString(std::move(err)));
     };
     timeRuns(coll, warm);
     ncclTime = timeRuns(coll, iters);
@@ -195,9 +198,6 @@ int runMain(int argc, char **argv) {
                                     ncclTime * 1e6, bytes / ncclTime / 1e9);
     llvm::outs() << "\n";
   }
-  cudaFree(mem);
-  ncclCommDestroy(comm);
-  cudaStreamDestroy(stream);
   MPI_Comm_free(&local);
   return totalWrong ? 1 : 0;
 }
