@@ -36,6 +36,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace topocc {
 
@@ -138,11 +139,16 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
       passes::fuse(s);
       return llvm::Error::success();
     };
+  const int32_t maxChannels = req.maxChannels > 0
+                                  ? req.maxChannels
+                                  : std::numeric_limits<int32_t>::max();
   if (name == "assign-channels")
-    return [](Schedule &s) { return passes::assignChannels(s); };
+    return [maxChannels](Schedule &s) {
+      return passes::assignChannels(s, maxChannels);
+    };
   if (name == "split-channels")
-    return [maxSteps = req.maxSteps](Schedule &s) {
-      return passes::splitChannels(s, maxSteps);
+    return [maxSteps = req.maxSteps, maxChannels](Schedule &s) {
+      return passes::splitChannels(s, maxSteps, maxChannels);
     };
   if (name == "assign-threadblocks")
     return
@@ -381,6 +387,7 @@ llvm::Expected<TreePlan> buildTrees(const topo::Topology *t,
   lo.chunks = req.chunks;
   lo.inplace = req.inplace;
   lo.name = req.name;
+  lo.maxChannels = req.maxChannels;
   std::vector<std::string> &phases = plan.phases;
   double &perByte = plan.perByte, &boundPerByte = plan.boundPerByte;
   auto describe = [&](const algorithms::Forest &f, llvm::StringRef what) {
@@ -1016,6 +1023,20 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   // it is cheap, and this schedule is the product.
   if (auto err = run("legalize-dependencies", /*verify=*/true))
     return err;
+  if (req.maxThreadblocksPerRank > 0)
+    for (ir::RankId r = 0; r < s.numRanks; ++r) {
+      std::set<int32_t> blocks;
+      for (const ir::Op &op : s.ranks[r].ops)
+        blocks.insert(op.threadblock);
+      if (static_cast<int64_t>(blocks.size()) > req.maxThreadblocksPerRank)
+        return makeUserError(llvm::formatv(
+            "rank {0} would launch {1} threadblocks, more than the {2} SMs "
+            "of the target: MSCCL's blocks spin-wait on each other and must "
+            "all be resident, so the schedule would hang (use --sm-count "
+            "for another GPU, fewer --channels or --trees-per-root, or "
+            "--emit plan)",
+            r, blocks.size(), req.maxThreadblocksPerRank));
+    }
   CompiledPlan plan;
   // A coded schedule must still implement its code after every pass: each
   // rank's error operator equals the design's (exactness when c <= N).

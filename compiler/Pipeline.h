@@ -69,6 +69,14 @@ struct CompileRequest {
   bool inplace = false;
   std::string proto = "Simple"; ///< "Simple", "LL" or "LL128"
   int32_t maxSteps = 64;        ///< MSCCL_MAX_NUM_STEPS of the runtime
+  /// Channels the output allows: MSCCL XML's 32; 0 means no limit (plan
+  /// JSON and the IR have none).
+  int32_t maxChannels = 32;
+  /// Threadblocks one rank may launch: the MSCCL executor's blocks spin-wait
+  /// on each other, so they must all be resident, one per SM (MSCCL_XML.md
+  /// 2.7); a schedule over the limit would hang and is refused. 0 means no
+  /// limit (plan JSON and the IR: the topocc runtime does not launch them).
+  int32_t maxThreadblocksPerRank = 0;
   /// Trees algorithm: spanning trees per root K (the best schedule with
   /// exactly K, FORESTCOLL.md 5.5); 0 means the optimum's k.
   int64_t treesPerRoot = 0;

@@ -3,9 +3,17 @@
 // Greedy in list order: an op that sends to s (receives from r) on channel c
 // goes to the threadblock that owns (c, send s) (or (c, recv r)); when none
 // owns it, it joins the lowest threadblock of channel c whose matching slot is
-// still free, else a new one. Ops without a peer follow their latest
-// dependency on the same channel. The limits are checked by legalizing a copy,
-// so the step counts include the nops legalization will add.
+// still free and that was opened by an op of the same sub-schedule, else a
+// new one. Ops without a peer follow their latest dependency on the same
+// channel, else the lowest threadblock of the channel opened by their
+// sub-schedule. A sub-schedule is a class of ops joined by same-rank deps and
+// messages (a ring; one tree's piece): independent sub-schedules never share
+// a threadblock unless a connection forces it, because a threadblock runs its
+// steps in order and would make one wait for the other (serialised trees:
+// docs/benchmarks/trees.md, "Simulated time of the compiled trees"). Rings
+// are one sub-schedule per channel, so the rule never applies to them. The
+// limits are checked by legalizing a copy, so the step counts include the
+// nops legalization will add.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +24,10 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cassert>
 #include <map>
+#include <numeric>
 
 namespace topocc::passes {
 
@@ -29,12 +39,58 @@ struct Threadblock {
   ChannelId channel = kNone;
   RankId sendPeer = kNone;
   RankId recvPeer = kNone;
+  size_t component = 0; ///< sub-schedule of the op that opened it
 };
+
+/// Disjoint sets over dense ids with path halving.
+class UnionFind {
+public:
+  explicit UnionFind(size_t n) : parent(n) {
+    std::iota(parent.begin(), parent.end(), 0);
+  }
+  size_t find(size_t x) {
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void join(size_t a, size_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b)
+      parent[std::max(a, b)] = std::min(a, b);
+  }
+
+private:
+  std::vector<size_t> parent;
+};
+
+/// Per rank and op: its sub-schedule, the smallest global op id of its class
+/// of ops joined by same-rank deps and messages.
+std::vector<std::vector<size_t>> subSchedules(const Schedule &s) {
+  std::vector<size_t> base(s.ranks.size() + 1, 0);
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    base[r + 1] = base[r] + s.ranks[r].ops.size();
+  UnionFind uf(base.back());
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
+      for (OpId d : s.ranks[r].ops[i].deps)
+        if (d >= 0 && static_cast<size_t>(d) < s.ranks[r].ops.size())
+          uf.join(base[r] + i, base[r] + d);
+  for (const MsgEnds &m : indexMessages(s))
+    if (m.sender != kNone && m.receiver != kNone)
+      uf.join(base[m.sender] + m.sendOp, base[m.receiver] + m.recvOp);
+  std::vector<std::vector<size_t>> out(s.ranks.size());
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
+      out[r].push_back(uf.find(base[r] + i));
+  return out;
+}
 
 /// Assigns the threadblocks of one rank.
 class RankPacker {
 public:
-  RankPacker(RankProgram &rp, RankId rank) : rp(rp), rank(rank) {}
+  RankPacker(RankProgram &rp, RankId rank, const std::vector<size_t> &component)
+      : rp(rp), rank(rank), component(component) {}
 
   llvm::Error run() {
     for (size_t i = 0; i < rp.ops.size(); ++i) {
@@ -45,7 +101,7 @@ public:
               "rank {0} %{1} depends on a later op %{2}; the list must be in "
               "a topological order before threadblock assignment",
               rank, i, d));
-      auto tb = place(op);
+      auto tb = place(op, component[i]);
       if (!tb)
         return tb.takeError();
       op.threadblock = *tb;
@@ -55,32 +111,60 @@ public:
 
   size_t numThreadblocks() const { return tbs.size(); }
 
+  /// MSCCL stores a dependency's threadblock in 8 bits: when some target has
+  /// a larger id, renumbers the threadblocks with the dependency targets
+  /// first (each group in its old order), so that up to maxTarget + 1 of
+  /// them fit. Schedules whose targets already fit keep their ids.
+  void numberTargetsFirst(TbId maxTarget) {
+    std::vector<char> target(tbs.size(), 0);
+    TbId highest = kNone;
+    for (const Op &op : rp.ops)
+      for (OpId d : op.deps)
+        if (TbId t = rp.ops[d].threadblock; t != op.threadblock) {
+          target[t] = 1;
+          highest = std::max(highest, t);
+        }
+    if (highest <= maxTarget)
+      return;
+    std::vector<TbId> newId(tbs.size());
+    TbId next = 0;
+    for (int pass = 1; pass >= 0; --pass)
+      for (size_t t = 0; t < tbs.size(); ++t)
+        if (target[t] == pass)
+          newId[t] = next++;
+    for (Op &op : rp.ops)
+      op.threadblock = newId[op.threadblock];
+  }
+
 private:
   RankProgram &rp;
   RankId rank;
+  const std::vector<size_t> &component;
   std::vector<Threadblock> tbs;
   std::map<std::pair<ChannelId, RankId>, TbId> sendOwner, recvOwner;
 
-  llvm::Expected<TbId> place(const Op &op) {
+  llvm::Expected<TbId> place(const Op &op, size_t comp) {
     ChannelId ch = op.channel;
     RankId s = sends(op.kind) ? op.sendPeer : kNone;
     RankId r = receives(op.kind) ? op.recvPeer : kNone;
     if (s == kNone && r == kNone)
-      return placeLocal(op);
+      return placeLocal(op, comp);
     TbId ts = s == kNone ? kNone : lookup(sendOwner, ch, s);
     TbId tr = r == kNone ? kNone : lookup(recvOwner, ch, r);
     if (ts != kNone && tr != kNone && ts != tr)
       return conflict(op, ts, tr);
     TbId tb = ts != kNone ? ts : tr;
     if (tb == kNone) {
-      // Join the lowest threadblock of the channel with the needed slots free.
+      // Join the lowest threadblock of the channel and the sub-schedule with
+      // the needed slots free.
       for (TbId t = 0; t < static_cast<TbId>(tbs.size()) && tb == kNone; ++t)
-        if (tbs[t].channel == ch && (s == kNone || tbs[t].sendPeer == kNone) &&
+        if (tbs[t].channel == ch && tbs[t].component == comp &&
+            (s == kNone || tbs[t].sendPeer == kNone) &&
             (r == kNone || tbs[t].recvPeer == kNone))
           tb = t;
       if (tb == kNone) {
         tb = static_cast<TbId>(tbs.size());
-        tbs.push_back({ch, kNone, kNone});
+        tbs.push_back({ch, kNone, kNone, comp});
       }
     }
     Threadblock &t = tbs[tb];
@@ -98,17 +182,17 @@ private:
     return tb;
   }
 
-  TbId placeLocal(const Op &op) {
+  TbId placeLocal(const Op &op, size_t comp) {
     TbId best = kNone;
     for (OpId d : op.deps)
       if (rp.ops[d].channel == op.channel)
         best = std::max(best, rp.ops[d].threadblock);
     for (TbId t = 0; t < static_cast<TbId>(tbs.size()) && best == kNone; ++t)
-      if (tbs[t].channel == op.channel)
+      if (tbs[t].channel == op.channel && tbs[t].component == comp)
         best = t;
     if (best == kNone) {
       best = static_cast<TbId>(tbs.size());
-      tbs.push_back({op.channel, kNone, kNone});
+      tbs.push_back({op.channel, kNone, kNone, comp});
     }
     return best;
   }
@@ -173,9 +257,13 @@ llvm::Error checkLimits(const Schedule &s, const ThreadblockLimits &limits) {
 llvm::Error assignThreadblocks(Schedule &s, const ThreadblockLimits &limits) {
   assert(s.stage == Stage::ChannelsAssigned &&
          "threadblocks are assigned after channels");
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    if (auto err = RankPacker(s.ranks[r], static_cast<RankId>(r)).run())
+  const std::vector<std::vector<size_t>> component = subSchedules(s);
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    RankPacker packer(s.ranks[r], static_cast<RankId>(r), component[r]);
+    if (auto err = packer.run())
       return err;
+    packer.numberTargetsFirst(limits.maxDepTarget);
+  }
   s.stage = Stage::ThreadblocksAssigned;
   return checkLimits(s, limits);
 }

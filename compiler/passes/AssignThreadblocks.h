@@ -2,8 +2,12 @@
 //-*-===//
 //
 // Packs each rank's ops into MSCCL threadblocks: one send peer and one receive
-// peer per threadblock, all on one channel; ids dense from 0 in order of first
-// use; each threadblock runs its ops in list order. Enforces the MSCCL limits
+// peer per threadblock, all on one channel; independent sub-schedules (ops
+// not joined by deps or messages, e.g. different trees) get their own
+// threadblocks unless a connection forces them together; ids dense from 0 in
+// order of first use, except that when a dependency target would get an id
+// above maxDepTarget the dependency targets are numbered first; each
+// threadblock runs its ops in list order. Enforces the MSCCL limits
 // on the legalized result (steps per threadblock with nops, dependency-target
 // ids < 128, 1024 threadblocks). Stage: ChannelsAssigned ->
 // ThreadblocksAssigned.

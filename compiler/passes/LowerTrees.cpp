@@ -28,7 +28,9 @@
 // parent's main child and at every edge of the root, and follows main
 // children down to a leaf. Channel per chain: the smallest one that none of
 // its link directions uses yet (reduce trees first, then broadcast trees;
-// longest chains first).
+// longest chains first); when that needs more than maxChannels, the same rule
+// in DSatur order (the chain with the most distinct channels among the chains
+// it conflicts with first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,12 +38,14 @@
 
 #include "support/Diagnostics.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -268,10 +272,8 @@ llvm::Error TreeLowering::assignChannels() {
   if (hasBroadcast())
     collect(broadcast, false);
   info.chains = static_cast<int32_t>(chains.size());
+  const size_t numChains = chains.size();
 
-  // usage[from * n + to]: bit c set when channel c carries a chain there.
-  std::vector<uint64_t> usage(static_cast<size_t>(n) * n, 0);
-  std::vector<int32_t> load(static_cast<size_t>(n) * n, 0);
   auto arcOf = [&](const Chain &c, RankId v) {
     const LoweringTree &t =
         *(c.isReduce ? reduce : broadcast)[c.tree].tree;
@@ -279,21 +281,24 @@ llvm::Error TreeLowering::assignChannels() {
     return c.isReduce ? static_cast<size_t>(v) * n + up
                       : static_cast<size_t>(up) * n + v;
   };
-  for (const Chain &c : chains)
-    for (RankId v : c.verts)
-      ++load[arcOf(c, v)];
-  size_t busiest =
-      std::max_element(load.begin(), load.end()) - load.begin();
-  const int32_t limit = std::min<int32_t>(o.maxChannels, 64);
-  int32_t used = 0;
+  // Chains per link direction (rank pair), in chain order.
+  std::vector<std::vector<int32_t>> onArc(static_cast<size_t>(n) * n);
+  for (size_t i = 0; i < numChains; ++i)
+    for (RankId v : chains[i].verts)
+      onArc[arcOf(chains[i], v)].push_back(static_cast<int32_t>(i));
+  size_t busiest = 0;
+  for (size_t a = 0; a < onArc.size(); ++a)
+    if (onArc[a].size() > onArc[busiest].size())
+      busiest = a;
+  const int32_t limit =
+      o.maxChannels > 0 ? o.maxChannels : std::numeric_limits<int32_t>::max();
   // Allreduce: when a root's segments pair its reduce trees and broadcast
   // trees in more than one way (two packings with different unit ranges),
   // the root's last receive must not fuse with a broadcast send (the fused
   // op would tie a reduce chain to a broadcast chain in one threadblock, and
   // another segment ties them differently). Fusion needs equal channels, so
-  // broadcast chains that start at such a root avoid the channels of the
-  // reduce edges into it.
-  std::vector<uint64_t> avoidAtRoot(n, 0);
+  // broadcast chains that start at such a root take other channels than the
+  // reduce edges into it: those pairs conflict as if they shared a link.
   std::vector<char> mixedRoot(n, 0);
   if (hasReduce() && hasBroadcast()) {
     std::map<int, std::set<int>> pairsOfReduce, pairsOfBroadcast;
@@ -306,35 +311,127 @@ llvm::Error TreeLowering::assignChannels() {
           pairsOfBroadcast[seg.broadcastTree].size() > 1)
         mixedRoot[seg.root] = 1;
   }
-  for (const Chain &c : chains) {
-    uint64_t taken = 0;
+  // Per mixed root: the broadcast chains that start there, the reduce chains
+  // with an edge into it.
+  std::vector<std::vector<int32_t>> startsAt(n), entersRoot(n);
+  for (size_t i = 0; i < numChains; ++i) {
+    const Chain &c = chains[i];
+    const LoweringTree &t = *(c.isReduce ? reduce : broadcast)[c.tree].tree;
+    if (!mixedRoot[t.root])
+      continue;
+    if (!c.isReduce && t.parent[c.verts.front()] == t.root)
+      startsAt[t.root].push_back(static_cast<int32_t>(i));
+    if (c.isReduce &&
+        llvm::any_of(c.verts, [&](RankId v) { return t.parent[v] == t.root; }))
+      entersRoot[t.root].push_back(static_cast<int32_t>(i));
+  }
+  auto rootOf = [&](const Chain &c) {
+    return (c.isReduce ? reduce : broadcast)[c.tree].tree->root;
+  };
+
+  // Colours the chains in `order` greedily with the smallest channel that no
+  // conflicting chain has; returns the channels used.
+  std::vector<ChannelId> channelOf(numChains, kNone);
+  auto colour = [&](size_t i, const llvm::BitVector &taken) {
+    ChannelId ch = static_cast<ChannelId>(taken.find_first_unset());
+    if (ch < 0)
+      ch = static_cast<ChannelId>(taken.size());
+    channelOf[i] = ch;
+    return ch;
+  };
+  auto takenBy = [&](size_t i, llvm::BitVector &taken) {
+    taken.reset();
+    auto add = [&](int32_t j) {
+      if (channelOf[j] == kNone)
+        return;
+      if (static_cast<size_t>(channelOf[j]) >= taken.size())
+        taken.resize(channelOf[j] + 1);
+      taken.set(channelOf[j]);
+    };
+    const Chain &c = chains[i];
     for (RankId v : c.verts)
-      taken |= usage[arcOf(c, v)];
-    if (!c.isReduce) {
-      RankId root = broadcast[c.tree].tree->root;
-      if (broadcast[c.tree].tree->parent[c.verts.front()] == root &&
-          mixedRoot[root])
-        taken |= avoidAtRoot[root];
+      for (int32_t j : onArc[arcOf(c, v)])
+        add(j);
+    RankId root = rootOf(c);
+    if (mixedRoot[root]) {
+      if (llvm::is_contained(startsAt[root], static_cast<int32_t>(i)))
+        for (int32_t j : entersRoot[root])
+          add(j);
+      if (llvm::is_contained(entersRoot[root], static_cast<int32_t>(i)))
+        for (int32_t j : startsAt[root])
+          add(j);
     }
-    int32_t ch = 0;
-    while (ch < limit && (taken >> ch & 1))
-      ++ch;
-    if (ch >= limit)
-      return makeUserError(llvm::formatv(
-          "the trees need more than {0} channels: no (link, channel) pair may "
-          "carry two tree chains, and the link direction rank {1} -> rank {2} "
-          "carries {3} chains ({4} chains in {5} trees in all); use "
-          "--trees-per-root with a smaller K",
-          limit, busiest / n, busiest % n, load[busiest], chains.size(),
-          reduce.size() + broadcast.size()));
-    for (RankId v : c.verts) {
-      usage[arcOf(c, v)] |= uint64_t(1) << ch;
-      Prepared &p = (c.isReduce ? reduce : broadcast)[c.tree];
-      p.edgeChannel[v] = ch;
-      if (c.isReduce && p.tree->parent[v] == p.tree->root)
-        avoidAtRoot[p.tree->root] |= uint64_t(1) << ch;
+  };
+  // First: chain order (reduce trees, then broadcast trees; each tree's
+  // chains longest first).
+  int32_t used = 0;
+  llvm::BitVector taken;
+  for (size_t i = 0; i < numChains; ++i) {
+    takenBy(i, taken);
+    used = std::max(used, colour(i, taken) + 1);
+  }
+  if (used > limit) {
+    // Second: DSatur (the uncoloured chain whose conflicting chains already
+    // have the most distinct channels first; ties: more conflicts, then chain
+    // order), which often reaches the busiest link's load where the first
+    // order needs more.
+    std::fill(channelOf.begin(), channelOf.end(), kNone);
+    std::vector<llvm::BitVector> seen(numChains);
+    std::vector<int32_t> saturation(numChains, 0), degree(numChains, 0);
+    for (size_t i = 0; i < numChains; ++i)
+      for (RankId v : chains[i].verts)
+        degree[i] += static_cast<int32_t>(onArc[arcOf(chains[i], v)].size());
+    auto note = [&](int32_t j, ChannelId ch) {
+      if (channelOf[j] != kNone)
+        return;
+      llvm::BitVector &b = seen[j];
+      if (static_cast<size_t>(ch) >= b.size())
+        b.resize(ch + 1);
+      if (!b.test(ch)) {
+        b.set(ch);
+        ++saturation[j];
+      }
+    };
+    used = 0;
+    for (size_t step = 0; step < numChains; ++step) {
+      int32_t best = -1;
+      for (size_t i = 0; i < numChains; ++i) {
+        if (channelOf[i] != kNone)
+          continue;
+        if (best < 0 || saturation[i] > saturation[best] ||
+            (saturation[i] == saturation[best] && degree[i] > degree[best]))
+          best = static_cast<int32_t>(i);
+      }
+      ChannelId ch = colour(best, seen[best]);
+      used = std::max(used, ch + 1);
+      const Chain &c = chains[best];
+      for (RankId v : c.verts)
+        for (int32_t j : onArc[arcOf(c, v)])
+          note(j, ch);
+      RankId root = rootOf(c);
+      if (mixedRoot[root]) {
+        if (llvm::is_contained(startsAt[root], best))
+          for (int32_t j : entersRoot[root])
+            note(j, ch);
+        if (llvm::is_contained(entersRoot[root], best))
+          for (int32_t j : startsAt[root])
+            note(j, ch);
+      }
     }
-    used = std::max(used, ch + 1);
+  }
+  if (used > limit)
+    return makeUserError(llvm::formatv(
+        "the trees need more than {0} channels: no (link, channel) pair may "
+        "carry two tree chains, and the link direction rank {1} -> rank {2} "
+        "carries {3} chains ({4} chains in {5} trees in all); use "
+        "--trees-per-root with a smaller K",
+        limit, busiest / n, busiest % n, onArc[busiest].size(), chains.size(),
+        reduce.size() + broadcast.size()));
+  for (size_t i = 0; i < numChains; ++i) {
+    const Chain &c = chains[i];
+    Prepared &p = (c.isReduce ? reduce : broadcast)[c.tree];
+    for (RankId v : c.verts)
+      p.edgeChannel[v] = channelOf[i];
   }
   info.channels = used;
   return llvm::Error::success();
@@ -556,13 +653,18 @@ void TreeLowering::lowerPiece(const Segment &seg, int32_t p) {
         have = emit(x, makeRecv(slot, up, msgOf(x)), t.edgeChannel[x],
                     {ar && inplace ? lastReduce[x] : kNone});
       }
-      for (RankId c : kids)
-        emit(x, makeSend(src, c, msgOf(c)), t.edgeChannel[c], {have});
+      OpId firstSend = kNone;
+      for (RankId c : kids) {
+        OpId id = emit(x, makeSend(src, c, msgOf(c)), t.edgeChannel[c], {have});
+        if (firstSend == kNone)
+          firstSend = id;
+      }
       // Out-of-place allgather: the root's own units, in -> out, after its
-      // sends (off the critical path).
+      // send to the main child (off the critical path; the dependency keeps
+      // it in that send's threadblock instead of one of its own).
       if (x == r && !ar && !inplace)
-        emit(x, makeLocal(OpKind::Copy, slot, src),
-             t.edgeChannel[kids.front()], {});
+        emit(x, makeLocal(OpKind::Copy, slot, src), t.edgeChannel[kids.front()],
+             {firstSend});
     }
   }
 }

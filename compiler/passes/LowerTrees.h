@@ -11,7 +11,8 @@
 // its multiplicity's worth of consecutive units, cut into `chunks` pipelined
 // pieces. Channels: every tree is covered by arc-disjoint downward chains,
 // and each chain takes the smallest channel that none of its link directions
-// (rank pairs) uses yet, so no (link, channel) pair carries two chains.
+// (rank pairs) uses yet, so no (link, channel) pair carries two chains; when
+// that order needs more than maxChannels, a DSatur colouring is tried.
 // Stage: produces Lowered.
 //
 //===----------------------------------------------------------------------===//
@@ -57,7 +58,9 @@ struct TreeLoweringOptions {
   int32_t chunks = 1;
   bool inplace = false;
   std::string name; ///< schedule name; derived when empty
-  int32_t maxChannels = 32; ///< MSCCL channels
+  /// Channels the chains may use: 32 for MSCCL XML; 0 means no limit (the
+  /// plan format and the IR have none).
+  int32_t maxChannels = 32;
 };
 
 /// What the lowering chose, for reports.

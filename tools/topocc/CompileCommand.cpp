@@ -61,6 +61,7 @@ struct CompileOptions {
   int maxSteps = 64;
   std::string scenario;
   std::string emit = "msccl-xml";
+  unsigned smCount = 108; ///< SMs of the target GPU (A100)
   std::string output;
   bool printAfterAll = false;
   bool timePasses = false;
@@ -246,6 +247,11 @@ llvm::Error runCompile(const CompileOptions &given) {
   req.kappaMax = opts.kappaMax;
   req.seamOffset = opts.seam;
   req.allowCoded = opts.emit == "plan" || opts.emit == "ir";
+  // MSCCL XML has 32 channels; plan JSON and the IR have no channel limit.
+  req.maxChannels = req.allowCoded ? 0 : 32;
+  // MSCCL XML: every threadblock of a rank must be resident (one per SM).
+  req.maxThreadblocksPerRank =
+      opts.emit == "msccl-xml" ? static_cast<int32_t>(opts.smCount) : 0;
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
 
   ir::Schedule result;
@@ -393,6 +399,11 @@ void registerCompileCommand(CLI::App &app) {
                   "all-reduce), hier-cerar (exact intra-node phases, CERAR "
                   "across nodes) or auto (the fastest by the cost model); "
                   "default ring, or auto when --tolerance is given");
+  cmd->add_option("--sm-count", opts->smCount,
+                  "SMs of the target GPU: MSCCL XML may launch at most this "
+                  "many threadblocks per rank (they must all be resident; "
+                  "0: no limit)")
+      ->capture_default_str();
   cmd->add_option("--channels", opts->channels,
                   "Rings (MSCCL channels), or auto (the ring search chooses); "
                   "default 1, auto with --algorithm auto");

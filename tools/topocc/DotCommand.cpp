@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/topocc/Driver.h"
+#include "tools/topocc/PatchOptions.h"
 
 #include "backends/DotWriter.h"
 #include "compiler/algorithms/RingSearch.h"
@@ -38,7 +39,7 @@ struct DotCmdOptions {
   std::string file;
   bool rings = false, utilization = false;
   std::string scenario;
-  std::vector<std::string> fails, scales, sets;
+  PatchOptions patch;
   std::string collective = "allreduce";
   std::string size = "1G";
   int chunks = 4;
@@ -95,7 +96,7 @@ llvm::Error runDotCommand(const DotCmdOptions &opts) {
   auto bytes = analysis::parseMessageSize(opts.size);
   if (!bytes)
     return bytes.takeError();
-  auto ops = topo::parseScenarioOptions(opts.fails, opts.scales, opts.sets);
+  auto ops = opts.patch.parse();
   if (!ops)
     return ops.takeError();
   auto base = topo::loadTopologyFile(opts.file);
@@ -176,12 +177,7 @@ void registerDotCommand(CLI::App &app) {
                 "those rings");
   cmd->add_option("--scenario", opts->scenario,
                   "Draw this scenario of the topology file over the base");
-  cmd->add_option("--fail", opts->fails,
-                  "Fail devices or links SEL (repeatable)");
-  cmd->add_option("--scale", opts->scales,
-                  "Scale link bandwidth: SEL=FACTOR, e.g. 'a/gpu0--a/sw=2x'");
-  cmd->add_option("--set", opts->sets,
-                  "Set link bandwidth or latency: SEL=200Gb/s, SEL=+1us");
+  addPatchOptions(cmd, opts->patch);
   cmd->add_option("--collective", opts->collective,
                   "Collective of the rings: allreduce, allgather or "
                   "reducescatter")

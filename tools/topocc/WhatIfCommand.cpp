@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/topocc/Driver.h"
+#include "tools/topocc/PatchOptions.h"
 
 #include "backends/SvgPlot.h"
 #include "backends/Trace.h"
@@ -51,7 +52,8 @@ struct WhatIfOptions {
   std::string collective = "allreduce";
   std::string sizes = "1K:8G";
   std::string algorithms = "ring,rank-ring,nccl-model,bound";
-  std::vector<std::string> scenarios, fails, scales, sets;
+  std::vector<std::string> scenarios;
+  PatchOptions patch;
   int chunks = 4;
   double tolerance = 0;
   std::string mode = "store-and-forward";
@@ -235,7 +237,7 @@ llvm::Expected<std::vector<Variant>> variants(const topo::Topology &base,
       out.push_back({e.name, topo::describeScenarioOps(e.ops), std::move(t)});
     }
   }
-  auto ops = topo::parseScenarioOptions(opts.fails, opts.scales, opts.sets);
+  auto ops = opts.patch.parse();
   if (!ops)
     return ops.takeError();
   if (!ops->empty()) {
@@ -450,12 +452,7 @@ void registerWhatIfCommand(CLI::App &app) {
   cmd->add_option("--scenario", opts->scenarios,
                   "A scenario of the topology file (repeatable; a sweep "
                   "gives one table per value)");
-  cmd->add_option("--fail", opts->fails,
-                  "Fail devices or links SEL (repeatable)");
-  cmd->add_option("--scale", opts->scales,
-                  "Scale link bandwidth: SEL=FACTOR, e.g. 'a/gpu0--a/sw=2x'");
-  cmd->add_option("--set", opts->sets,
-                  "Set link bandwidth or latency: SEL=200Gb/s, SEL=+1us");
+  addPatchOptions(cmd, opts->patch);
   cmd->add_option("--chunks", opts->chunks,
                   "Pipelining chunks per rank of simulated schedules")
       ->capture_default_str();
