@@ -134,6 +134,12 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
                                                  const CompileRequest &req) {
   passes::ThreadblockLimits limits;
   limits.maxSteps = req.maxSteps;
+  if (req.maxChannels <= 0) {
+    // Plan JSON and the IR (no channel limit): MSCCL XML's encoding limits
+    // (8-bit dependency targets, 1024 threadblocks) do not apply.
+    limits.maxDepTarget = std::numeric_limits<int32_t>::max();
+    limits.maxThreadblocks = std::numeric_limits<int32_t>::max();
+  }
   if (name == "fuse")
     return [](Schedule &s) {
       passes::fuse(s);

@@ -5,9 +5,9 @@
 // of the cut bound in the simulator, on a topology where rings cannot reach
 // it. The trees are the optimal packing here (a star per root, as `topocc
 // trees` finds), lowered as the Lowered stage (same-rank deps only). The
-// compiled schedule adds threadblock program order, which LowerTrees'
-// threadblock assignment currently makes serialise (docs/WhatIf.md,
-// "Models"); it must still never beat the bound.
+// compiled schedule adds threadblock program order (each tree's piece in
+// its own threadblocks since the fix of docs/WhatIf.md, "Models"); it must
+// never beat the bound.
 //
 //===----------------------------------------------------------------------===//
 
