@@ -7,6 +7,8 @@
 
 #include "ir/CombinedGraph.h"
 
+#include "support/UnionFind.h"
+
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
@@ -190,6 +192,26 @@ SlotIndex::SlotIndex(const Schedule &s) : numRanks(s.numRanks) {
       total += n;
     }
   }
+}
+
+std::vector<std::vector<size_t>> subSchedules(const Schedule &s) {
+  std::vector<size_t> base(s.ranks.size() + 1, 0);
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    base[r + 1] = base[r] + s.ranks[r].ops.size();
+  UnionFind uf(base.back());
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
+      for (OpId d : s.ranks[r].ops[i].deps)
+        if (d >= 0 && static_cast<size_t>(d) < s.ranks[r].ops.size())
+          uf.join(base[r] + i, base[r] + d);
+  for (const MsgEnds &m : indexMessages(s))
+    if (m.sender != kNone && m.receiver != kNone)
+      uf.join(base[m.sender] + m.sendOp, base[m.receiver] + m.recvOp);
+  std::vector<std::vector<size_t>> out(s.ranks.size());
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
+      out[r].push_back(uf.find(base[r] + i));
+  return out;
 }
 
 } // namespace topocc::ir

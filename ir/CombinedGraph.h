@@ -42,6 +42,11 @@ bool topologicalOrder(const CombinedGraph &g, std::vector<uint32_t> &order);
 std::vector<uint32_t> findCycle(const CombinedGraph &g,
                                 const std::vector<uint32_t> &order);
 
+/// Per rank and op: its sub-schedule, the smallest global op id (ops of
+/// rank 0 first, then rank 1, ...) of the class of ops joined by same-rank
+/// deps and messages: one ring channel, or one tree's piece.
+std::vector<std::vector<size_t>> subSchedules(const Schedule &s);
+
 /// A buffer slot after in-place aliasing is resolved (MSCCL_XML.md 2.6).
 struct CanonicalSlot {
   BufferKind buffer;

@@ -10,6 +10,8 @@
 
 #include "compiler/passes/AssignChannels.h"
 
+#include "ir/CombinedGraph.h"
+
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -23,46 +25,11 @@ namespace topocc::passes {
 
 using namespace ir;
 
-namespace {
-
-/// Disjoint sets over dense ids with path halving.
-class UnionFind {
-public:
-  explicit UnionFind(size_t n) : parent(n) {
-    std::iota(parent.begin(), parent.end(), 0);
-  }
-  size_t find(size_t x) {
-    while (parent[x] != x)
-      x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  void join(size_t a, size_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b)
-      parent[std::max(a, b)] = std::min(a, b); // smallest id is the root
-  }
-
-private:
-  std::vector<size_t> parent;
-};
-
-} // namespace
 
 llvm::Error assignChannels(Schedule &s, int32_t maxChannels) {
   assert(s.stage == Stage::Fused && "assignChannels runs after fusion");
-  // Global id of (rank, op): offset of the rank plus the op index.
-  std::vector<size_t> base(s.ranks.size() + 1, 0);
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    base[r + 1] = base[r] + s.ranks[r].ops.size();
-  UnionFind uf(base.back());
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
-      for (OpId d : s.ranks[r].ops[i].deps)
-        uf.join(base[r] + i, base[r] + d);
-  for (const MsgEnds &m : indexMessages(s))
-    if (m.sender != kNone && m.receiver != kNone)
-      uf.join(base[m.sender] + m.sendOp, base[m.receiver] + m.recvOp);
+  // Ops joined by same-rank deps and messages share a channel.
+  const std::vector<std::vector<size_t>> piece = ir::subSchedules(s);
 
   // Classes that already carry a channel keep it.
   std::map<size_t, ChannelId> channelOf;
@@ -70,7 +37,7 @@ llvm::Error assignChannels(Schedule &s, int32_t maxChannels) {
   for (size_t r = 0; r < s.ranks.size(); ++r)
     for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
       if (ChannelId c = s.ranks[r].ops[i].channel; c != kNone) {
-        channelOf.emplace(uf.find(base[r] + i), c);
+        channelOf.emplace(piece[r][i], c);
         nextChannel = std::max(nextChannel, c + 1);
       }
   for (size_t r = 0; r < s.ranks.size(); ++r)
@@ -79,7 +46,7 @@ llvm::Error assignChannels(Schedule &s, int32_t maxChannels) {
       // like the tree lowering's per-chain channels, keeps them all).
       if (s.ranks[r].ops[i].channel != kNone)
         continue;
-      auto [it, isNew] = channelOf.emplace(uf.find(base[r] + i), nextChannel);
+      auto [it, isNew] = channelOf.emplace(piece[r][i], nextChannel);
       if (isNew)
         ++nextChannel;
       s.ranks[r].ops[i].channel = it->second;

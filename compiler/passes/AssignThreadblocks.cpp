@@ -20,6 +20,7 @@
 #include "compiler/passes/AssignThreadblocks.h"
 
 #include "compiler/passes/LegalizeDependencies.h"
+#include "ir/CombinedGraph.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -41,50 +42,6 @@ struct Threadblock {
   RankId recvPeer = kNone;
   size_t component = 0; ///< sub-schedule of the op that opened it
 };
-
-/// Disjoint sets over dense ids with path halving.
-class UnionFind {
-public:
-  explicit UnionFind(size_t n) : parent(n) {
-    std::iota(parent.begin(), parent.end(), 0);
-  }
-  size_t find(size_t x) {
-    while (parent[x] != x)
-      x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  void join(size_t a, size_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b)
-      parent[std::max(a, b)] = std::min(a, b);
-  }
-
-private:
-  std::vector<size_t> parent;
-};
-
-/// Per rank and op: its sub-schedule, the smallest global op id of its class
-/// of ops joined by same-rank deps and messages.
-std::vector<std::vector<size_t>> subSchedules(const Schedule &s) {
-  std::vector<size_t> base(s.ranks.size() + 1, 0);
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    base[r + 1] = base[r] + s.ranks[r].ops.size();
-  UnionFind uf(base.back());
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
-      for (OpId d : s.ranks[r].ops[i].deps)
-        if (d >= 0 && static_cast<size_t>(d) < s.ranks[r].ops.size())
-          uf.join(base[r] + i, base[r] + d);
-  for (const MsgEnds &m : indexMessages(s))
-    if (m.sender != kNone && m.receiver != kNone)
-      uf.join(base[m.sender] + m.sendOp, base[m.receiver] + m.recvOp);
-  std::vector<std::vector<size_t>> out(s.ranks.size());
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    for (size_t i = 0; i < s.ranks[r].ops.size(); ++i)
-      out[r].push_back(uf.find(base[r] + i));
-  return out;
-}
 
 /// Assigns the threadblocks of one rank.
 class RankPacker {
@@ -257,7 +214,7 @@ llvm::Error checkLimits(const Schedule &s, const ThreadblockLimits &limits) {
 llvm::Error assignThreadblocks(Schedule &s, const ThreadblockLimits &limits) {
   assert(s.stage == Stage::ChannelsAssigned &&
          "threadblocks are assigned after channels");
-  const std::vector<std::vector<size_t>> component = subSchedules(s);
+  const std::vector<std::vector<size_t>> component = ir::subSchedules(s);
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     RankPacker packer(s.ranks[r], static_cast<RankId>(r), component[r]);
     if (auto err = packer.run())

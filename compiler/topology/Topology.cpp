@@ -6,6 +6,8 @@
 
 #include "compiler/topology/Topology.h"
 
+#include "support/UnionFind.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -185,26 +187,6 @@ void Topology::removeDevicesAndLinks(const std::vector<bool> &remove,
 //===----------------------------------------------------------------------===//
 
 namespace {
-struct UnionFind {
-  std::vector<int> parent;
-  explicit UnionFind(size_t n) : parent(n) {
-    std::iota(parent.begin(), parent.end(), 0);
-  }
-  int find(int x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];
-      x = parent[x];
-    }
-    return x;
-  }
-  void unite(int a, int b) {
-    a = find(a);
-    b = find(b);
-    if (a != b)
-      parent[std::max(a, b)] = std::min(a, b);
-  }
-};
-
 std::string nameList(const Topology &t, llvm::ArrayRef<int> devs) {
   constexpr size_t kMax = 16;
   std::string s;
@@ -230,8 +212,8 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
   // 1. Plain connectivity (as if GPUs forwarded): which GPUs are cut off.
   UnionFind all(devs.size());
   for (const Link &l : t.links())
-    all.unite(l.from, l.to);
-  int root = all.find(gpus[0]);
+    all.join(l.from, l.to);
+  size_t root = all.find(gpus[0]);
   std::vector<int> cut;
   for (int g : gpus)
     if (all.find(g) != root)
@@ -251,7 +233,7 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
   for (const Link &l : t.links())
     if (devs[l.from].kind != DeviceKind::Gpu &&
         devs[l.to].kind != DeviceKind::Gpu)
-      fwd.unite(l.from, l.to);
+      fwd.join(l.from, l.to);
   std::vector<std::vector<int>> direct(devs.size());   // GPU -> GPUs
   std::vector<std::vector<int>> clusters(devs.size()); // GPU -> cluster roots
   std::vector<std::vector<int>> members(devs.size());  // root -> GPUs
@@ -262,9 +244,9 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
       direct[l.from].push_back(l.to);
       direct[l.to].push_back(l.from);
     } else if (fg) {
-      clusters[l.from].push_back(fwd.find(l.to));
+      clusters[l.from].push_back(static_cast<int>(fwd.find(l.to)));
     } else if (tg) {
-      clusters[l.to].push_back(fwd.find(l.from));
+      clusters[l.to].push_back(static_cast<int>(fwd.find(l.from)));
     }
   }
   for (int g : gpus) {
