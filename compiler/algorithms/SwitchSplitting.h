@@ -78,6 +78,8 @@ struct SwitchSplitResult {
   std::map<std::pair<int, int>, int64_t> loopDiscarded;
   int maxFlows = 0; ///< max-flow computations (gadgets and checks)
   int proposalsKept = 0, proposalsRejected = 0; ///< SplitPolicy::Proposal
+  /// Cuts learned from rejected proposals (SplitPolicy::Proposal).
+  int cutsLearned = 0;
   /// The switches whose proposal was rejected (split by the exact loop).
   std::vector<int> rejected;
 };

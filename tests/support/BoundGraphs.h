@@ -118,6 +118,52 @@ inline analysis::BoundGraph randomBoxCluster(std::mt19937 &rng, int boxes,
   return g;
 }
 
+/// A named two-level fat tree like topologies/fattree-multipod.yaml, small:
+/// `pods` x `nodes` boxes of `gpus` GPUs (even), per box an NVSwitch "nvs"
+/// (12 per GPU), a PCIe switch "plx{i/2}" per GPU pair (4 per GPU and per
+/// NIC) and a NIC "nic{i}" per GPU; NIC i of every box in pod p on leaf
+/// "pod{p}-leaf{i mod 2}" at 3, every leaf to every spine "spine{s}" at
+/// 3 * nodes * gpus / 2 / spines (non-blocking). The NICs bind: every
+/// box's cut is tight at the optimum.
+inline analysis::BoundGraph fatTreeCluster(int pods, int nodes, int gpus,
+                                           int spines) {
+  analysis::BoundGraph g;
+  const int per = gpus + 1 + gpus / 2 + gpus; // GPUs, nvs, plx, NICs
+  const int boxes = pods * nodes;
+  const int leaf0 = per * boxes, spine0 = leaf0 + 2 * pods;
+  g.numVertices = spine0 + spines;
+  g.names.resize(g.numVertices);
+  for (int b = 0; b < boxes; ++b) {
+    int p = b / nodes, base = per * b;
+    std::string box = "pod" + std::to_string(p) + "-node" +
+                      std::to_string(b % nodes) + "/";
+    int nvs = base + gpus, plx = nvs + 1, nic = plx + gpus / 2;
+    g.names[nvs] = box + "nvs";
+    for (int i = 0; i < gpus; ++i) {
+      g.compute.push_back(base + i);
+      g.names[base + i] = box + "gpu" + std::to_string(i);
+      g.names[nic + i] = box + "nic" + std::to_string(i);
+      if (i % 2 == 0)
+        g.names[plx + i / 2] = box + "plx" + std::to_string(i / 2);
+      addLink(g, base + i, nvs, 12);
+      addLink(g, base + i, plx + i / 2, 4);
+      addLink(g, nic + i, plx + i / 2, 4);
+      addLink(g, nic + i, leaf0 + 2 * p + i % 2, 3);
+    }
+  }
+  for (int p = 0; p < pods; ++p)
+    for (int l = 0; l < 2; ++l) {
+      g.names[leaf0 + 2 * p + l] =
+          "pod" + std::to_string(p) + "-leaf" + std::to_string(l);
+      for (int sp = 0; sp < spines; ++sp)
+        addLink(g, leaf0 + 2 * p + l, spine0 + sp,
+                3 * nodes * gpus / 2 / spines);
+    }
+  for (int sp = 0; sp < spines; ++sp)
+    g.names[spine0 + sp] = "spine" + std::to_string(sp);
+  return g;
+}
+
 /// One DGX-A100 box: GPUs 0..7 on NVSwitch 8 at 300 GB/s.
 inline analysis::BoundGraph oneDgx() { return forestCollDgx(1); }
 

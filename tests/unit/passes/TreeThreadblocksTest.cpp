@@ -23,6 +23,8 @@
 
 #include "tests/support/ErrorText.h"
 
+#include "tests/support/Mesh4.h"
+
 #include "gtest/gtest.h"
 
 #include <map>
@@ -34,22 +36,7 @@ using topocc::testing::errorMessage;
 
 namespace {
 
-// Four GPUs, every pair joined by a direct link, g0-g1 twice as fast: the
-// optimal trees are one star per root and reach the cut bound
-// (tests/lit/Inputs/whatif/mesh4.yaml).
-const char *kMesh = R"(schema: topocc/v1
-name: mesh4
-nodes:
-  - name: a
-    gpus: [ g0, g1, g2, g3 ]
-    links:
-      - { from: g0, to: g1, type: nvlink, bandwidth: 20 GB/s, latency: 0.5 us }
-      - { from: g0, to: g2, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g0, to: g3, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g1, to: g2, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g1, to: g3, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g2, to: g3, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-)";
+using topocc::testing::kMesh4;
 
 llvm::Expected<CompiledPlan> compileTrees(const topo::Topology &t,
                                           ir::Collective c, int32_t chunks,
@@ -64,7 +51,7 @@ llvm::Expected<CompiledPlan> compileTrees(const topo::Topology &t,
 }
 
 TEST(TreeThreadblocksTest, CompiledTreesReachTheBoundInTheSimulator) {
-  auto t = topo::parseTopology(kMesh, "mesh4.yaml");
+  auto t = topo::parseTopology(kMesh4, "mesh4.yaml");
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
   auto bound = analysis::computeBound(*t, analysis::CapacityKind::Effective);
   ASSERT_TRUE(bool(bound)) << llvm::toString(bound.takeError());
@@ -89,7 +76,7 @@ TEST(TreeThreadblocksTest, CompiledTreesReachTheBoundInTheSimulator) {
 }
 
 TEST(TreeThreadblocksTest, NoThreadblockHoldsTwoTrees) {
-  auto t = topo::parseTopology(kMesh, "mesh4.yaml");
+  auto t = topo::parseTopology(kMesh4, "mesh4.yaml");
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
   for (ir::Collective c :
        {ir::Collective::AllGather, ir::Collective::ReduceScatter,
@@ -222,16 +209,15 @@ TEST(TreeThreadblocksTest, ChannelsFallBackToDSatur) {
 
 TEST(TreeThreadblocksTest, PlanOutputHasNoChannelLimit) {
   auto t = topo::loadTopologyFile(std::string(TOPOCC_SOURCE_DIR) +
-                                  "/topologies/a100-pcie-8gpu.yaml");
+                                  "/topologies/dgx-h100.yaml");
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
-  // MSCCL XML: 32 channels, the busiest link direction carries more chains.
+  // MSCCL XML: 32 channels; the chains cut into 64-step segments need more.
   std::string msccl =
       errorMessage(compileTrees(*t, ir::Collective::AllReduce, 1).takeError());
-  EXPECT_EQ(msccl.rfind("the trees need more than 32 channels: no (link, "
-                        "channel) pair may carry two tree chains, and the "
-                        "link direction rank ",
-                        0),
-            0u)
+  EXPECT_NE(msccl.find("steps per threadblock on one channel; splitting it "
+                       "into segments of at most 64 steps would use 52 "
+                       "channels, more than MSCCL's 32"),
+            std::string::npos)
       << msccl;
   // Plan (maxChannels 0): as many channels as the trees need; the loader
   // accepts the file.

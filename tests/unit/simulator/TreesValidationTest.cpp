@@ -18,6 +18,8 @@
 #include "compiler/passes/LowerTrees.h"
 #include "compiler/topology/TopologyParser.h"
 
+#include "tests/support/Mesh4.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -27,22 +29,7 @@ using namespace topocc::analysis;
 
 namespace {
 
-// Four GPUs, every pair joined by a direct link (no forwarding), one pair
-// (g0-g1) twice as fast: the cut bound uses every link at once; a ring
-// uses only 4 of the 6 links.
-const char *kMesh = R"(schema: topocc/v1
-name: mesh4
-nodes:
-  - name: a
-    gpus: [ g0, g1, g2, g3 ]
-    links:
-      - { from: g0, to: g1, type: nvlink, bandwidth: 20 GB/s, latency: 0.5 us }
-      - { from: g0, to: g2, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g0, to: g3, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g1, to: g2, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g1, to: g3, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-      - { from: g2, to: g3, type: nvlink, bandwidth: 10 GB/s, latency: 0.5 us }
-)";
+using topocc::testing::kMesh4;
 
 double simulate(const topo::Topology &t, const ir::Schedule &s, double bytes) {
   LinkModel m(t);
@@ -87,7 +74,7 @@ passes::TreeSet stars(int n) {
 }
 
 TEST(TreesValidationTest, TreesWithEnoughChunksReachTheCutBound) {
-  auto t = topo::parseTopology(kMesh, "mesh4.yaml");
+  auto t = topo::parseTopology(kMesh4, "mesh4.yaml");
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
   auto bound = computeBound(*t, CapacityKind::Effective);
   ASSERT_TRUE(bool(bound)) << llvm::toString(bound.takeError());
