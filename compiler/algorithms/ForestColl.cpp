@@ -163,11 +163,34 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
   f.split = std::move(*split);
   f.splitSeconds = secondsSince(t0);
   t0 = std::chrono::steady_clock::now();
-  auto trees = packTrees(f.split, g, opts.reversed, f.units, opts.pack);
+  // A split made symmetric for the symmetric packing: when that packing
+  // gets stuck, split again without the box shift and pack generically
+  // (the symmetric split can need many more generic probes).
+  PackOptions pack = opts.pack;
+  pack.genericFallback = f.split.symmetricPlans == 0;
+  auto trees = packTrees(f.split, g, opts.reversed, f.units, pack);
   if (!trees)
     return trees.takeError();
+  if (trees->trees.empty()) {
+    f.packSeconds = secondsSince(t0);
+    t0 = std::chrono::steady_clock::now();
+    auto plain = splitSwitches(g, opts.reversed, f.units, f.k, opts.policy,
+                               /*boxShift=*/false);
+    if (!plain)
+      return plain.takeError();
+    int firstSplitFlows = f.split.maxFlows, firstPackFlows = trees->maxFlows;
+    f.split = std::move(*plain);
+    f.split.maxFlows += firstSplitFlows; // both attempts count
+    f.splitSeconds += secondsSince(t0);
+    t0 = std::chrono::steady_clock::now();
+    trees = packTrees(f.split, g, opts.reversed, f.units, opts.pack);
+    if (!trees)
+      return trees.takeError();
+    trees->maxFlows += firstPackFlows;
+    trees->symmetryFallback = true;
+  }
   f.trees = std::move(*trees);
-  f.packSeconds = secondsSince(t0);
+  f.packSeconds += secondsSince(t0);
   return f;
 }
 

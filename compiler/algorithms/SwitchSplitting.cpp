@@ -36,7 +36,7 @@ using Key = std::pair<int, int>;
 class Splitter {
 public:
   Splitter(const analysis::BoundGraph &g, bool reversed,
-           llvm::ArrayRef<int64_t> units, int64_t k)
+           llvm::ArrayRef<int64_t> units, int64_t k, bool boxShift)
       : g(g), n(static_cast<int>(g.compute.size())), k(k),
         s(g.numVertices), src(g.numVertices + 1), snk(g.numVertices + 2),
         net(g.numVertices + 3), isCompute(g.numVertices, 0),
@@ -75,7 +75,8 @@ public:
     res.numVertices = g.numVertices;
     res.compute = g.compute;
     res.k = k;
-    findBoxShift();
+    if (boxShift)
+      findBoxShift();
   }
 
   int64_t cap(int u, int t) const {
@@ -211,6 +212,7 @@ public:
             "expected {3}",
             key.first, key.second, sent[key] + loops, amount));
     }
+    res.symmetricPlans = symmetricProposals;
     return std::move(res);
   }
 
@@ -225,6 +227,7 @@ private:
   std::optional<bool> tryProposals(llvm::ArrayRef<int> batch) {
     journal.clear();
     journaling = true;
+    const int symmetricBefore = symmetricProposals;
     std::vector<std::pair<Key, int64_t>> loops;
     std::vector<std::pair<Key, SplitContribution>> contribs;
     std::vector<std::pair<Key, int64_t>> inAt;
@@ -262,6 +265,7 @@ private:
         net.setCapacity(it->first, it->second);
       journal.clear();
       learnPending(batch);
+      symmetricProposals = symmetricBefore;
       return std::nullopt;
     }
     journal.clear();
@@ -335,6 +339,7 @@ private:
       if (symmetricPlan(w, ins, outs, rows, cols, sym) && fits(w, sym)) {
         charge(w, sym);
         plan = std::move(sym);
+        ++symmetricProposals;
         return true;
       }
     }
@@ -1003,6 +1008,7 @@ private:
   /// box of each vertex (-1: fabric); the box-0 member of its orbit.
   std::vector<int> shift, boxOf, orbitRep;
   int numBoxes = 0;
+  int symmetricProposals = 0; ///< kept symmetric plans (symmetricPlan)
   /// Learned cuts (checkAndLearn): sink sides X as membership flags, the
   /// same as a set for deduplication, their budgets while a batch is
   /// proposed (cutSlack minus what the batch's splits took), and how many
@@ -1023,12 +1029,13 @@ private:
 
 llvm::Expected<SwitchSplitResult>
 splitSwitches(const analysis::BoundGraph &g, bool reversed,
-              llvm::ArrayRef<int64_t> units, int64_t k, SplitPolicy policy) {
+              llvm::ArrayRef<int64_t> units, int64_t k, SplitPolicy policy,
+              bool boxShift) {
   if (units.size() != g.arcs.size())
     return makeInternalError("splitSwitches: one unit count per arc expected");
   if (k < 1)
     return makeInternalError("splitSwitches: k must be positive");
-  Splitter sp(g, reversed, units, k);
+  Splitter sp(g, reversed, units, k, boxShift);
   return sp.run(policy);
 }
 

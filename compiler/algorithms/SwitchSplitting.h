@@ -80,20 +80,25 @@ struct SwitchSplitResult {
   int proposalsKept = 0, proposalsRejected = 0; ///< SplitPolicy::Proposal
   /// Cuts learned from rejected proposals (SplitPolicy::Proposal).
   int cutsLearned = 0;
+  /// Fabric switches split by a box-shift-symmetric plan.
+  int symmetricPlans = 0;
   /// The switches whose proposal was rejected (split by the exact loop).
   std::vector<int> rejected;
 };
 
 /// Splits every non-compute vertex of `g` off. `units[i]` is the capacity of
 /// g.arcs[i] in tree units (DirectionalBound::arcUnits), oriented as
-/// dinkelbachBound(g, reversed) saw it; `k` trees per root. Errors: invariant
+/// dinkelbachBound(g, reversed) saw it; `k` trees per root. `boxShift`:
+/// look for the box shift and split fabric switches symmetrically under it
+/// (Proposal policy). Errors: invariant
 /// I does not hold on entry (user error: units too small for k), or a switch
 /// cannot be isolated (internal error naming the switch and its residual
 /// in/out units, e.g. a switch whose in- and out-capacity differ).
 llvm::Expected<SwitchSplitResult>
 splitSwitches(const analysis::BoundGraph &g, bool reversed,
               llvm::ArrayRef<int64_t> units, int64_t k,
-              SplitPolicy policy = SplitPolicy::Spread);
+              SplitPolicy policy = SplitPolicy::Spread,
+              bool boxShift = true);
 
 /// min over GPUs v of flow(s, v) on the result's GPU-only graph (with k units
 /// from s to each GPU). Invariant I holds when this is >= N k.

@@ -76,6 +76,10 @@ struct PackOptions {
   /// cluster of identical boxes) and probe one tree per orbit; falls back
   /// to the generic packing when that gets stuck.
   bool useSymmetry = true;
+  /// When the symmetric packing gets stuck: pack generically (true), or
+  /// return no trees with symmetryFallback set (false: the caller splits
+  /// again without the box shift, whose split can pack better generically).
+  bool genericFallback = true;
   /// Try the symmetric packing without max-flows first (residuals and box
   /// cuts only; it may get stuck, then the oracle runs).
   bool tryOracleFree = true;
