@@ -21,6 +21,15 @@
 
 namespace topocc::testgraphs {
 
+/// Tree units per arc of g at the bound d (DirectionalBound::arcUnits).
+inline std::vector<int64_t> unitsOf(const analysis::BoundGraph &g,
+                                    const analysis::DirectionalBound &d) {
+  std::vector<int64_t> u;
+  for (const analysis::BoundGraph::Arc &a : g.arcs)
+    u.push_back(d.arcUnits(a.cap));
+  return u;
+}
+
 /// Both directions of a link a -- b: ab units a -> b, ba units b -> a.
 inline void addLink(analysis::BoundGraph &g, int a, int b, int64_t ab,
                     int64_t ba) {

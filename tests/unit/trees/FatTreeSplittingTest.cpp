@@ -26,13 +26,6 @@ using namespace topocc::testgraphs;
 
 namespace {
 
-std::vector<int64_t> unitsOf(const BoundGraph &g, const DirectionalBound &d) {
-  std::vector<int64_t> u;
-  for (const BoundGraph::Arc &a : g.arcs)
-    u.push_back(d.arcUnits(a.cap));
-  return u;
-}
-
 struct Case {
   int pods, nodes, gpus, spines;
   /// The first bulk proposal fails, cuts are learned, and no switch

@@ -23,13 +23,6 @@ using namespace topocc::testgraphs;
 
 namespace {
 
-std::vector<int64_t> unitsOf(const BoundGraph &g, const DirectionalBound &d) {
-  std::vector<int64_t> u;
-  for (const BoundGraph::Arc &a : g.arcs)
-    u.push_back(d.arcUnits(a.cap));
-  return u;
-}
-
 SwitchSplitResult splitOk(const BoundGraph &g, bool reversed, int64_t k,
                           llvm::ArrayRef<int64_t> units, SplitPolicy p) {
   auto r = splitSwitches(g, reversed, units, k, p);
