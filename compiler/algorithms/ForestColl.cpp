@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <string>
 
 namespace topocc::algorithms {
 
@@ -168,6 +170,18 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
   // (the symmetric split can need many more generic probes).
   PackOptions pack = opts.pack;
   pack.genericFallback = f.split.symmetricPlans == 0;
+  if (pack.blocks.empty() &&
+      static_cast<int>(g.names.size()) >= g.numVertices) {
+    // The node of each GPU ("node/gpu"): blocks for the cut pre-check.
+    std::map<std::string, int> nodeIndex;
+    for (int v : g.compute) {
+      const std::string &name = g.names[v];
+      std::string node = name.substr(0, name.find('/'));
+      pack.blocks.push_back(
+          nodeIndex.try_emplace(node, static_cast<int>(nodeIndex.size()))
+              .first->second);
+    }
+  }
   auto trees = packTrees(f.split, g, opts.reversed, f.units, pack);
   if (!trees)
     return trees.takeError();
@@ -183,7 +197,8 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
     f.split.maxFlows += firstSplitFlows; // both attempts count
     f.splitSeconds += secondsSince(t0);
     t0 = std::chrono::steady_clock::now();
-    trees = packTrees(f.split, g, opts.reversed, f.units, opts.pack);
+    pack.genericFallback = true;
+    trees = packTrees(f.split, g, opts.reversed, f.units, pack);
     if (!trees)
       return trees.takeError();
     trees->maxFlows += firstPackFlows;

@@ -169,10 +169,20 @@ int findRankShift(const SwitchSplitResult &split,
 class Grower {
 public:
   Grower(const SwitchSplitResult &split, const std::vector<int> &rankOf,
-         int shift, bool optimistic)
+         int shift, bool optimistic, const std::vector<int> &blocks)
       : n(static_cast<int>(split.compute.size())), k(split.k), d(shift),
         m(shift > 0 ? n / shift : 1), optimistic(optimistic), net(n + 1),
         sigma(n) {
+    // Blocks for the cut pre-check: the boxes of the shift, else the
+    // caller's (the nodes), else none.
+    if (d > 0) {
+      for (int r = 0; r < n; ++r)
+        blockOf.push_back(r / d);
+    } else if (static_cast<int>(blocks.size()) == n) {
+      blockOf = blocks;
+    }
+    for (int b : blockOf)
+      numBlocks = std::max(numBlocks, b + 1);
     big = 1 + n * k;
     outNbrs.resize(n);
     for (const SwitchSplitResult::Arc &a : split.arcs) {
@@ -188,14 +198,14 @@ public:
       sigmaTo[x] = net.addArc(sigma, x, 0);
     source = net.addVertex();
     capArc = net.addArc(source, sigma, 0);
-    if (d > 0) {
-      blockIn.assign(m, 0);
+    if (numBlocks > 0) {
+      blockIn.assign(numBlocks, 0);
       for (const SwitchSplitResult::Arc &a : split.arcs) {
         int x = rankOf[a.from], y = rankOf[a.to];
-        if (x / d != y / d)
-          blockIn[y / d] += a.cap;
+        if (blockOf[x] != blockOf[y])
+          blockIn[blockOf[y]] += a.cap;
       }
-      touch.assign(m, 0);
+      touch.assign(numBlocks, 0);
     }
     for (int r = 0; r < n; ++r) {
       Growing t;
@@ -208,10 +218,10 @@ public:
       t.depth[r] = 0;
       t.parent.assign(n, -1);
       t.created = r;
-      if (d > 0) {
-        t.inBlock.assign(m, 0);
-        t.inBlock[r / d] = 1;
-        touch[r / d] += k;
+      if (numBlocks > 0) {
+        t.inBlock.assign(numBlocks, 0);
+        t.inBlock[blockOf[r]] = 1;
+        touch[blockOf[r]] += k;
       }
       addAux(t);
       unfinished += k;
@@ -280,8 +290,8 @@ private:
     // exceed the units of the other trees that do not, mu <= 0 without a
     // max-flow.
     int64_t cutMu = std::numeric_limits<int64_t>::max();
-    if (d > 0 && x / d != y / d) {
-      int b = y / d;
+    if (numBlocks > 0 && blockOf[x] != blockOf[y]) {
+      int b = blockOf[y];
       int64_t notTouching =
           unfinished - touch[b] - (t.inBlock[b] > 0 ? 0 : t.mult);
       if (blockIn[b] <= notTouching) {
@@ -326,11 +336,11 @@ private:
     t.parent[y] = x;
     t.arcs.push_back({x, y});
     net.setCapacity(arcId.at({x, y}), residual(x, y) - mu);
-    if (d > 0) {
-      if (x / d != y / d)
-        blockIn[y / d] -= mu;
-      if (t.inBlock[y / d]++ == 0)
-        touch[y / d] += t.mult;
+    if (numBlocks > 0) {
+      if (blockOf[x] != blockOf[y])
+        blockIn[blockOf[y]] -= mu;
+      if (t.inBlock[blockOf[y]]++ == 0)
+        touch[blockOf[y]] += t.mult;
     }
     if (!optimistic)
       t.auxArcs.push_back(net.addArc(t.aux, y, big));
@@ -343,9 +353,8 @@ private:
       for (int a : t.auxArcs)
         net.setCapacity(a, 0);
       unfinished -= t.mult;
-      if (d > 0)
-        for (int b = 0; b < m; ++b)
-          touch[b] -= t.mult; // a spanning tree touches every block
+      for (int b = 0; b < numBlocks; ++b)
+        touch[b] -= t.mult; // a spanning tree touches every block
     }
   }
 
@@ -399,10 +408,12 @@ private:
   std::vector<int> reps;                 ///< the probed tree of each orbit
   std::vector<std::vector<int>> images;  ///< its shifted copies, by shift
   int nextCreated = 0;
-  /// Symmetric packing: blocks of d ranks (the boxes); residual units
-  /// entering each block, and the units of the unfinished trees that
-  /// touch it.
+  /// The cut pre-check's blocks (boxes of d ranks, or the caller's
+  /// nodes): residual units entering each block, and the units of the
+  /// unfinished trees that touch it.
   std::vector<int64_t> blockIn, touch;
+  std::vector<int> blockOf; ///< per rank; empty: no cut pre-check
+  int numBlocks = 0;
 };
 
 } // namespace
@@ -435,7 +446,7 @@ packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
       // (2x MI250 at k = 83: 6 627 max-flows against 2 534).
       if (!optimistic && n / shift < 4)
         continue;
-      Grower sym(split, rankOf, shift, optimistic);
+      Grower sym(split, rankOf, shift, optimistic, opts.blocks);
       auto done = sym.run();
       if (!done)
         return done.takeError();
@@ -453,11 +464,12 @@ packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
       return res;
   }
   if (trees.empty()) {
-    Grower gen(split, rankOf, 0, false);
+    Grower gen(split, rankOf, 0, false, opts.blocks);
     auto done = gen.run();
     if (!done)
       return done.takeError();
     res.maxFlows += gen.maxFlows;
+    res.cutRejects += gen.cutRejects;
     trees = std::move(gen.trees);
   }
 

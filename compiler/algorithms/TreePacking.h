@@ -83,6 +83,10 @@ struct PackOptions {
   /// Try the symmetric packing without max-flows first (residuals and box
   /// cuts only; it may get stuck, then the oracle runs).
   bool tryOracleFree = true;
+  /// Per rank, its block (node) for the cut pre-check of the generic
+  /// packing (any partition gives a valid bound); empty: none. The
+  /// symmetric packing uses the boxes of its shift.
+  std::vector<int> blocks;
 };
 
 /// Packs and maps back. `g`, `reversed` and `units` are what `split` was

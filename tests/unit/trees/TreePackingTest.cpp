@@ -319,3 +319,24 @@ TEST(TreePackingTest, RandomBoxClusters) {
   }
   EXPECT_GT(symmetric, total / 2);
 }
+
+// The box-cut pre-check in the generic packing (blocks = the nodes, from
+// the device names; a fat tree of 2 pods x 2 nodes x 4 GPUs, whose boxes'
+// cuts are tight): it answers probes the oracle would reject, so the trees
+// are the same and max-flows are spared.
+TEST(TreePackingTest, BoxCutsSpareGenericMaxFlows) {
+  BoundGraph g = fatTreeCluster(2, 2, 4, 2);
+  PackOptions byNode;
+  byNode.useSymmetry = false; // blocks filled from the names
+  Forest a = forestOk(g, byNode);
+  PackOptions oneBlock = byNode;
+  oneBlock.blocks.assign(g.compute.size(), 0); // no arc leaves the block
+  Forest b = forestOk(g, oneBlock);
+  expectForest(a.trees);
+  EXPECT_GT(a.trees.cutRejects, 0);
+  EXPECT_EQ(b.trees.cutRejects, 0);
+  EXPECT_LT(a.trees.maxFlows, b.trees.maxFlows);
+  ASSERT_EQ(a.trees.trees.size(), b.trees.trees.size());
+  for (size_t i = 0; i < a.trees.trees.size(); ++i)
+    EXPECT_EQ(a.trees.trees[i].arcs, b.trees.trees[i].arcs) << "tree " << i;
+}
