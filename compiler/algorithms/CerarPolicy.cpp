@@ -225,6 +225,16 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
 
 namespace {
 
+/// What the built code achieved, in the decision: its worst error and, for
+/// approximate codes, eps and the encoders' condition number.
+void recordDesign(const Design &design, PolicyDecision &dec) {
+  dec.designError = design.worstError;
+  if (design.construction != Construction::Exact) {
+    dec.eps = design.eps;
+    dec.kappa = design.maxCondition;
+  }
+}
+
 /// The code of designCerarFor and designHierCerarFor for N = n ranks: c =
 /// `components`, or the policy's (a user error when it keeps the ring);
 /// perturbed (or `construction`), exact when c <= n; the tolerance checks of
@@ -356,11 +366,7 @@ llvm::Expected<CerarPlan> designCerarFor(const topo::Topology &t,
                           "cerar", "ring");
   if (!design)
     return design.takeError();
-  dec.designError = design->worstError;
-  if (design->construction != Construction::Exact) {
-    dec.eps = design->eps;
-    dec.kappa = design->maxCondition;
-  }
+  recordDesign(*design, dec);
   plan.design = std::move(*design);
   return plan;
 }
@@ -473,11 +479,7 @@ llvm::Expected<HierCerarPlan> designHierCerarFor(const topo::Topology &t,
       double(wireDtypeBytes(req.policy.wire)) / req.policy.baseBytes;
   plan.hierCerar =
       hierCerarTime(plan.links, req.bytes, design->components, w, policy);
-  dec.designError = design->worstError;
-  if (design->construction != Construction::Exact) {
-    dec.eps = design->eps;
-    dec.kappa = design->maxCondition;
-  }
+  recordDesign(*design, dec);
   plan.design = std::move(*design);
   return plan;
 }
