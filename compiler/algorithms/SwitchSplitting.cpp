@@ -145,6 +145,10 @@ public:
       verified = false;
       for (int u : in[w])
         res.inAtProcessing[{u, w}] = cap(u, w);
+      // Box 0's exact splits are kept for their twins in the other boxes
+      // (mirrorPlan), which then need one check instead of this loop.
+      std::map<Key, int64_t> exactPlan;
+      recording = !shift.empty() && boxOf[w] == 0 ? &exactPlan : nullptr;
       if (policy == SplitPolicy::Spread || policy == SplitPolicy::Proposal)
         for (int u : std::vector<int>(in[w].begin(), in[w].end())) {
           int others = 0;
@@ -170,6 +174,9 @@ public:
           trySplit(u, w, t, std::numeric_limits<int64_t>::max());
         }
       }
+      if (recording)
+        repPlans[w] = std::move(exactPlan);
+      recording = nullptr;
       int64_t inLeft = 0, outLeft = 0;
       for (int u : in[w])
         inLeft += cap(u, w);
@@ -213,6 +220,7 @@ public:
             key.first, key.second, sent[key] + loops, amount));
     }
     res.symmetricPlans = symmetricProposals;
+    res.mirroredPlans = mirroredPlans;
     return std::move(res);
   }
 
@@ -228,6 +236,7 @@ private:
     journal.clear();
     journaling = true;
     const int symmetricBefore = symmetricProposals;
+    const int mirroredBefore = mirroredPlans;
     std::vector<std::pair<Key, int64_t>> loops;
     std::vector<std::pair<Key, SplitContribution>> contribs;
     std::vector<std::pair<Key, int64_t>> inAt;
@@ -266,6 +275,7 @@ private:
       journal.clear();
       learnPending(batch);
       symmetricProposals = symmetricBefore;
+      mirroredPlans = mirroredBefore;
       return std::nullopt;
     }
     journal.clear();
@@ -290,6 +300,63 @@ private:
   /// to c(w,t), the rounding remainder one unit each in cyclic order
   /// starting after u; then over any t != u; loops last.
   bool proposeSwitch(int w, std::map<Key, int64_t> &plan, bool &exact) {
+    if (mirrorPlan(w, plan)) {
+      exact = false;
+      return true;
+    }
+    bool ok = proposeOwnPlan(w, plan, exact);
+    if (ok && !exact && !shift.empty() && boxOf[w] == 0)
+      repPlans[w] = plan;
+    return ok;
+  }
+
+  /// Under a box shift, a switch inside box j > 0 takes the plan its
+  /// box-0 twin got, shifted j boxes, when w's in- and out-capacities are
+  /// the images of what the twin had (so the split keeps the GPU graph
+  /// symmetric; the proposal of each box on its own need not, e.g. after
+  /// learned cuts). false, plan untouched, otherwise.
+  bool mirrorPlan(int w, std::map<Key, int64_t> &plan) {
+    if (shift.empty() || boxOf[w] <= 0)
+      return false;
+    auto rep = repPlans.find(orbitRep[w]);
+    if (rep == repPlans.end())
+      return false;
+    auto image = [&](int v) {
+      for (int j = 0; j < boxOf[w]; ++j)
+        v = shift[v];
+      return v;
+    };
+    std::map<Key, int64_t> mirrored;
+    std::map<int, int64_t> rows, cols;
+    for (auto &[key, x] : rep->second) {
+      int u = image(key.first), t = image(key.second);
+      mirrored[{u, t}] += x;
+      rows[u] += x;
+      cols[t] += x;
+    }
+    // The plan must split w completely: every in- and out-arc, exactly.
+    size_t ins = 0, outs = 0;
+    for (int u : in[w])
+      if (int64_t c = cap(u, w); c > 0) {
+        ++ins;
+        if (rows[u] != c)
+          return false;
+      }
+    for (int t : out[w])
+      if (int64_t c = cap(w, t); c > 0) {
+        ++outs;
+        if (cols[t] != c)
+          return false;
+      }
+    if (rows.size() != ins || cols.size() != outs || !fits(w, mirrored))
+      return false;
+    charge(w, mirrored);
+    plan = std::move(mirrored);
+    ++mirroredPlans;
+    return true;
+  }
+
+  bool proposeOwnPlan(int w, std::map<Key, int64_t> &plan, bool &exact) {
     std::vector<int> ins, outs;
     for (int u : in[w])
       if (cap(u, w) > 0)
@@ -721,48 +788,97 @@ private:
   /// The box shift pi: vertex "node_i/x" -> "node_{i+1 mod M}/x", fabric
   /// devices (no node) fixed, when every node has the same devices and pi
   /// maps every arc onto an arc of the same capacity (a cluster of
-  /// identical boxes behind fabric switches that treat them alike). Needs
-  /// device names (graphs from buildBoundGraph); otherwise none.
+  /// identical boxes behind fabric switches that treat them alike). When
+  /// the nodes themselves are not alike (a fat tree whose leaves belong to
+  /// pods), coarser boxes are tried: the leading segments of the node
+  /// names (split at '-', '_' or '.'), "pod2-node3" -> box "pod2", with
+  /// the fabric devices that carry the same prefix ("pod2-leaf0") as box
+  /// members. Needs device names (graphs from buildBoundGraph); otherwise
+  /// none.
   void findBoxShift() {
     const int nv = g.numVertices;
     if (static_cast<int>(g.names.size()) < nv)
       return;
+    auto isSep = [](char c) { return c == '-' || c == '_' || c == '.'; };
+    // The length of the first `segs` segments of `name` (a prefix ending
+    // before a separator), or npos when it has no more segments than that.
+    auto prefixLength = [&](llvm::StringRef name, int segs) {
+      size_t i = 0;
+      for (int seen = 0; i < name.size(); ++i)
+        if (isSep(name[i]) && ++seen == segs)
+          return i;
+      return std::string::npos;
+    };
+    int maxSegs = 1;
+    for (int v = 0; v < nv; ++v) {
+      llvm::StringRef node = llvm::StringRef(g.names[v]).split('/').first;
+      if (node.size() == g.names[v].size())
+        continue;
+      maxSegs = std::max(
+          maxSegs, 1 + static_cast<int>(llvm::count_if(node, isSep)));
+    }
+    // segs == 0: the whole node name is the box.
+    for (int segs = 0; segs < maxSegs; ++segs)
+      if (tryBoxShift(segs, prefixLength))
+        return;
+  }
+
+  template <typename PrefixFn>
+  bool tryBoxShift(int segs, PrefixFn prefixLength) {
+    const int nv = g.numVertices;
     std::map<std::string, int> nodeIndex;
     std::vector<std::map<std::string, int>> locals;
     std::vector<int> nodeOf(nv, -1);
-    std::vector<std::string> local(nv);
-    for (int v = 0; v < nv; ++v) {
-      size_t slash = g.names[v].find('/');
-      if (slash == std::string::npos)
-        continue;
-      auto [it, fresh] = nodeIndex.try_emplace(g.names[v].substr(0, slash),
-                                               static_cast<int>(locals.size()));
-      if (fresh)
-        locals.emplace_back();
-      nodeOf[v] = it->second;
-      local[v] = g.names[v].substr(slash + 1);
-      locals[it->second][local[v]] = v;
-    }
+    auto boxKey = [&](const std::string &name) -> std::string {
+      size_t slash = name.find('/');
+      if (segs == 0)
+        return slash == std::string::npos ? "" : name.substr(0, slash);
+      size_t len = prefixLength(llvm::StringRef(name).substr(0, slash), segs);
+      return len == std::string::npos ? "" : name.substr(0, len);
+    };
+    // Boxes come from the nodes (device names with a '/'); fabric devices
+    // join a box only when their prefix names one.
+    for (bool nodes : {true, false})
+      for (int v = 0; v < nv; ++v) {
+        const std::string &name = g.names[v];
+        if ((name.find('/') != std::string::npos) != nodes)
+          continue;
+        std::string key = boxKey(name);
+        if (key.empty())
+          continue;
+        auto it = nodeIndex.find(key);
+        if (it == nodeIndex.end()) {
+          if (!nodes)
+            continue;
+          it = nodeIndex.try_emplace(key, static_cast<int>(locals.size()))
+                   .first;
+          locals.emplace_back();
+        }
+        nodeOf[v] = it->second;
+        locals[it->second][name.substr(key.size())] = v;
+      }
     const int m = static_cast<int>(locals.size());
     if (m < 2)
-      return;
+      return false;
     for (const auto &l : locals)
       if (l.size() != locals[0].size())
-        return;
+        return false;
     std::vector<int> pi(nv);
     for (int v = 0; v < nv; ++v) {
       if (nodeOf[v] < 0) {
         pi[v] = v;
         continue;
       }
-      auto it = locals[(nodeOf[v] + 1) % m].find(local[v]);
+      const std::string &name = g.names[v];
+      std::string key = boxKey(name);
+      auto it = locals[(nodeOf[v] + 1) % m].find(name.substr(key.size()));
       if (it == locals[(nodeOf[v] + 1) % m].end())
-        return;
+        return false;
       pi[v] = it->second;
     }
     for (auto &[key, id] : arcId)
       if (cap(pi[key.first], pi[key.second]) != net.capacity(id))
-        return;
+        return false;
     shift = std::move(pi);
     boxOf = std::move(nodeOf);
     numBoxes = m;
@@ -771,18 +887,22 @@ private:
       if (boxOf[v] == 0)
         for (int x = v, j = 0; j < m; x = shift[x], ++j)
           orbitRep[x] = v;
+    return true;
   }
 
   /// A complete splitting of a fabric switch w (fixed by the box shift)
   /// that the box shift maps onto itself, so that the GPU graph stays as
   /// symmetric as the cluster and tree packing can probe one box's trees
-  /// (TreePacking.h). Neighbours inside boxes send only to other boxes:
-  /// a transport between their orbits (one row per orbit of in-neighbours,
-  /// one column per orbit of out-neighbours, as the tiers below: a
-  /// proportional share first), each orbit pair's units spread over the
-  /// box offsets 1 .. M-1; fabric neighbours (another switch) only to
-  /// fabric neighbours, loops last. false (plan untouched) when there is no
-  /// box shift, w is not fixed, the state is not symmetric, or the two
+  /// (TreePacking.h). Fabric neighbours (other switches, fixed by the
+  /// shift) are paired among themselves first, loops last; then a
+  /// transport between orbits: one row per orbit of in-neighbours inside
+  /// boxes and per fabric in-neighbour with units left (in units per box,
+  /// so those must be multiples of the box count), one column likewise,
+  /// a proportional share first as in the tiers below. An orbit pair's
+  /// units are spread over the box offsets 1 .. M-1 (neighbours inside
+  /// boxes send only to other boxes); a fabric neighbour's units go to
+  /// every member of the orbit alike. false (plan untouched) when there is
+  /// no box shift, w is not fixed, the state is not symmetric, or the two
   /// parts do not balance.
   bool symmetricPlan(int w, const std::vector<int> &ins,
                      const std::vector<int> &outs,
@@ -791,6 +911,8 @@ private:
                      std::map<Key, int64_t> &plan) {
     if (shift.empty() || shift[w] != w)
       return false;
+    const int m = numBoxes;
+    // Keys: the box-0 member of an orbit, or a fixed vertex itself.
     std::map<int, int64_t> rows, cols, fixedRows, fixedCols;
     for (int u : ins) {
       if (boxOf[u] < 0)
@@ -830,36 +952,37 @@ private:
               c -= x;
             }
           }
-    for (auto &[u, r] : fixedRows)
-      if (r != 0)
-        return false;
-    for (auto &[t, c] : fixedCols)
-      if (c != 0)
-        return false;
-    // Orbits: proportional shares, then anything.
-    int64_t total = 0;
+    // What fabric neighbours have left meets the orbits, per box.
+    for (auto [fixed, orbit] : {std::pair{&fixedRows, &rows},
+                                std::pair{&fixedCols, &cols}})
+      for (auto &[v, r] : *fixed)
+        if (r > 0) {
+          if (r % m != 0)
+            return false;
+          (*orbit)[v] = r / m;
+        }
+    int64_t total = 0, colTotal = 0;
     for (auto &[u0, r] : rows)
       total += r;
-    {
-      int64_t colTotal = 0;
-      for (auto &[t0, c] : cols)
-        colTotal += c;
-      if (colTotal != total)
-        return false;
-    }
-    std::map<Key, int64_t> amount; // (u0, t0) -> units per box pair
+    for (auto &[t0, c] : cols)
+      colTotal += c;
+    if (colTotal != total)
+      return false;
+    auto isFixed = [&](int v) { return boxOf[v] < 0; };
+    std::map<Key, int64_t> amount; // (u0, t0) -> units per box
     for (int tier = 1; tier <= 2 && total > 0; ++tier) {
       std::vector<TransportPair> pairs;
       for (auto &[u0, r] : rows)
         for (auto &[t0, c] : cols) {
+          if (r <= 0 || c <= 0 || (isFixed(u0) && isFixed(t0)))
+            continue;
           TransportPair p{u0, t0, -1, 0};
           if (tier == 1) {
             p.group = t0;
             p.groupCap = static_cast<int64_t>(
                 (static_cast<__int128>(r) * c + total - 1) / total);
           }
-          if (r > 0 && c > 0)
-            pairs.push_back(p);
+          pairs.push_back(p);
         }
       for (auto &[u0, t0, x] : transport(pairs, rows, cols)) {
         amount[{u0, t0}] += x;
@@ -870,18 +993,26 @@ private:
     for (auto &[u0, r] : rows)
       if (r != 0)
         return false;
-    // Spread over the box offsets 1 .. M-1, the remainder from an offset
-    // that rotates with the pair, and copy to every box.
-    const int m = numBoxes;
+    // Copy to every box; an orbit pair's units spread over the box offsets
+    // 1 .. M-1, the remainder from an offset that rotates with the pair.
     int pairIndex = 0;
     for (auto &[key, a] : amount) {
+      auto [u0, t0] = key;
+      if (isFixed(u0) || isFixed(t0)) {
+        for (int b = 0, u = u0, t = t0; b < m; ++b) {
+          out[{u, t}] += a;
+          u = shift[u];
+          t = shift[t];
+        }
+        continue;
+      }
       int64_t base = a / (m - 1), extra = a % (m - 1);
       int start = pairIndex++ % (m - 1);
       for (int off = 1; off < m; ++off) {
         int64_t x = base + (((off - 1 - start + (m - 1)) % (m - 1)) < extra);
         if (x == 0)
           continue;
-        int u = key.first, t = key.second;
+        int u = u0, t = t0;
         for (int j = 0; j < off; ++j)
           t = shift[t];
         for (int b = 0; b < m; ++b) {
@@ -984,6 +1115,8 @@ private:
     }
     net.setCapacity(arcId.at({u, w}), cap(u, w) - gamma);
     net.setCapacity(arcId.at({w, t}), cap(w, t) - gamma);
+    if (recording)
+      (*recording)[{u, t}] += gamma;
     if (t == u) {
       res.loopDiscarded[{u, w}] += gamma;
       return;
@@ -1009,6 +1142,11 @@ private:
   std::vector<int> shift, boxOf, orbitRep;
   int numBoxes = 0;
   int symmetricProposals = 0; ///< kept symmetric plans (symmetricPlan)
+  int mirroredPlans = 0;       ///< box-0 plans shifted (mirrorPlan)
+  /// The last non-exact plan proposed (or exact split made) for each
+  /// switch of box 0; where the exact loop records its splits.
+  std::map<int, std::map<Key, int64_t>> repPlans;
+  std::map<Key, int64_t> *recording = nullptr;
   /// Learned cuts (checkAndLearn): sink sides X as membership flags, the
   /// same as a set for deduplication, their budgets while a batch is
   /// proposed (cutSlack minus what the batch's splits took), and how many

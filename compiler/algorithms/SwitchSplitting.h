@@ -82,6 +82,9 @@ struct SwitchSplitResult {
   int cutsLearned = 0;
   /// Fabric switches split by a box-shift-symmetric plan.
   int symmetricPlans = 0;
+  /// Switches inside boxes 1 .. M-1 that took their box-0 twin's plan,
+  /// shifted (keeps the split symmetric under the box shift).
+  int mirroredPlans = 0;
   /// The switches whose proposal was rejected (split by the exact loop).
   std::vector<int> rejected;
 };
@@ -89,8 +92,8 @@ struct SwitchSplitResult {
 /// Splits every non-compute vertex of `g` off. `units[i]` is the capacity of
 /// g.arcs[i] in tree units (DirectionalBound::arcUnits), oriented as
 /// dinkelbachBound(g, reversed) saw it; `k` trees per root. `boxShift`:
-/// look for the box shift and split fabric switches symmetrically under it
-/// (Proposal policy). Errors: invariant
+/// look for the box shift (boxes: the nodes, else pods named by a prefix
+/// of the node names) and split symmetrically under it (Proposal policy). Errors: invariant
 /// I does not hold on entry (user error: units too small for k), or a switch
 /// cannot be isolated (internal error naming the switch and its residual
 /// in/out units, e.g. a switch whose in- and out-capacity differ).

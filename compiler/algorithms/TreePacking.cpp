@@ -173,13 +173,15 @@ public:
       : n(static_cast<int>(split.compute.size())), k(split.k), d(shift),
         m(shift > 0 ? n / shift : 1), optimistic(optimistic), net(n + 1),
         sigma(n) {
-    // Blocks for the cut pre-check: the boxes of the shift, else the
-    // caller's (the nodes), else none.
-    if (d > 0) {
+    // Blocks for the cut pre-check: the caller's (the nodes), else the
+    // boxes of the shift, else none. Any partition is sound; the nodes are
+    // at least as fine as the shift's boxes (a pod of a fat tree holds
+    // several nodes), and finer blocks answer more probes.
+    if (static_cast<int>(blocks.size()) == n) {
+      blockOf = blocks;
+    } else if (d > 0) {
       for (int r = 0; r < n; ++r)
         blockOf.push_back(r / d);
-    } else if (static_cast<int>(blocks.size()) == n) {
-      blockOf = blocks;
     }
     for (int b : blockOf)
       numBlocks = std::max(numBlocks, b + 1);

@@ -56,6 +56,12 @@ TEST_P(FatTreeSplittingTest, ProposalsLearnTightBoxCuts) {
       // Only proposal checks ran (N max-flows each), no per-pair gadgets.
       EXPECT_EQ(r->maxFlows % n, 0);
     }
+    // A switch of pod 1.. takes its pod-0 twin's split, shifted (the pods
+    // are the boxes of the box shift), also when the twin needed the exact
+    // loop: only pod 0's switches (and fixed spines) are ever rejected.
+    for (int w : r->rejected)
+      EXPECT_FALSE(llvm::StringRef(g.names[w]).startswith("pod1"))
+          << g.names[w] << " was split by the exact loop";
     std::set<int> gpus(g.compute.begin(), g.compute.end());
     for (const SwitchSplitResult::Arc &a : r->arcs)
       EXPECT_TRUE(gpus.count(a.from) && gpus.count(a.to));

@@ -340,3 +340,28 @@ TEST(TreePackingTest, BoxCutsSpareGenericMaxFlows) {
   for (size_t i = 0; i < a.trees.trees.size(); ++i)
     EXPECT_EQ(a.trees.trees[i].arcs, b.trees.trees[i].arcs) << "tree " << i;
 }
+
+// A fat tree whose leaves belong to pods (fatTreeCluster: "pod1-node0/gpu0",
+// "pod1-leaf0", "spine0"): the nodes are not alike (pod 0's last node and
+// pod 1's first hang off different leaves), so the box shift takes the pods
+// as boxes, leaves included. Switches of pods 1.. take pod 0's plans
+// shifted, the spines a symmetric plan that also pairs spine-to-spine
+// units; the split stays symmetric and the packing probes one pod's trees.
+TEST(TreePackingTest, FatTreePodsAreBoxes) {
+  const int pods = 4, nodes = 2, gpus = 2;
+  BoundGraph g = fatTreeCluster(pods, nodes, gpus, 2);
+  Forest f = forestOk(g, {});
+  EXPECT_GT(f.split.symmetricPlans, 0);
+  EXPECT_GT(f.split.mirroredPlans, 0);
+  expectShiftSymmetric(f.split, nodes * gpus);
+  EXPECT_EQ(f.trees.symmetryOrder, pods);
+  EXPECT_FALSE(f.trees.symmetryFallback);
+  expectForest(f.trees);
+
+  PackOptions generic;
+  generic.useSymmetry = false;
+  Forest n = forestOk(g, generic);
+  expectForest(n.trees);
+  EXPECT_EQ(n.k, f.k);
+  EXPECT_LT(f.trees.maxFlows, n.trees.maxFlows);
+}
