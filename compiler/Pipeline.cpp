@@ -130,10 +130,18 @@ const llvm::StringRef kPassNames[] = {"fuse", "assign-channels",
                                      "legalize-dependencies"};
 
 /// The transform registered under `name` (one of kPassNames).
+/// With `coalesce` (tree schedules for MSCCL XML), the channel limit is
+/// assign-threadblocks' alone: it merges the trees' roles to fit it.
 std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
-                                                 const CompileRequest &req) {
+                                                 const CompileRequest &req,
+                                                 bool coalesce = false,
+                                                 passes::ThreadblockInfo
+                                                     *tbInfo = nullptr) {
   passes::ThreadblockLimits limits;
   limits.maxSteps = req.maxSteps;
+  limits.smCount = std::max(req.maxThreadblocksPerRank, 0);
+  limits.maxChannels = std::max(req.maxChannels, 0);
+  limits.coalesce = coalesce;
   if (req.maxChannels <= 0) {
     // Plan JSON and the IR (no channel limit): MSCCL XML's encoding limits
     // (8-bit dependency targets, 1024 threadblocks) do not apply.
@@ -145,7 +153,7 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
       passes::fuse(s);
       return llvm::Error::success();
     };
-  const int32_t maxChannels = req.maxChannels > 0
+  const int32_t maxChannels = req.maxChannels > 0 && !coalesce
                                   ? req.maxChannels
                                   : std::numeric_limits<int32_t>::max();
   if (name == "assign-channels")
@@ -158,7 +166,9 @@ std::function<llvm::Error(Schedule &)> passNamed(llvm::StringRef name,
     };
   if (name == "assign-threadblocks")
     return
-        [limits](Schedule &s) { return passes::assignThreadblocks(s, limits); };
+        [limits, tbInfo](Schedule &s) {
+          return passes::assignThreadblocks(s, limits, tbInfo);
+        };
   assert(name == "legalize-dependencies" && "unknown pass");
   return [](Schedule &s) {
     passes::legalizeDependencies(s);
@@ -394,6 +404,7 @@ llvm::Expected<TreePlan> buildTrees(const topo::Topology *t,
   lo.inplace = req.inplace;
   lo.name = req.name;
   lo.maxChannels = req.maxChannels;
+  lo.channelsMayOverflow = req.maxChannels > 0; // coalescing fits them
   std::vector<std::string> &phases = plan.phases;
   double &perByte = plan.perByte, &boundPerByte = plan.boundPerByte;
   auto describe = [&](const algorithms::Forest &f, llvm::StringRef what) {
@@ -897,6 +908,10 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   if (alg == Algorithm::Auto)
     return compileAuto(t, req, log);
   const bool each = req.verifyEach;
+  // Trees for MSCCL XML: merge roles across trees when separate
+  // threadblocks exceed the executor's limits (FORESTCOLL.md 6.5).
+  const bool coalesce = alg == Algorithm::Trees && req.maxChannels > 0;
+  passes::ThreadblockInfo tbInfo;
   // Coded schedules with c > N are approximate by design: the exact
   // postcondition is replaced by the check of the code's error operators
   // at the end (cerar::verifyCerarSchedule).
@@ -908,7 +923,8 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   std::string context;
   auto run = [&](llvm::StringRef pass, bool verify) -> llvm::Error {
     llvm::Error err =
-        runPass(pass, s, log, verify, passNamed(pass, req), vopts);
+        runPass(pass, s, log, verify,
+                passNamed(pass, req, coalesce, &tbInfo), vopts);
     if (!err || context.empty() || err.isA<InternalError>())
       return err;
     std::string text;
@@ -1029,20 +1045,6 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   // it is cheap, and this schedule is the product.
   if (auto err = run("legalize-dependencies", /*verify=*/true))
     return err;
-  if (req.maxThreadblocksPerRank > 0)
-    for (ir::RankId r = 0; r < s.numRanks; ++r) {
-      std::set<int32_t> blocks;
-      for (const ir::Op &op : s.ranks[r].ops)
-        blocks.insert(op.threadblock);
-      if (static_cast<int64_t>(blocks.size()) > req.maxThreadblocksPerRank)
-        return makeUserError(llvm::formatv(
-            "rank {0} would launch {1} threadblocks, more than the {2} SMs "
-            "of the target: MSCCL's blocks spin-wait on each other and must "
-            "all be resident, so the schedule would hang (use --sm-count "
-            "for another GPU, fewer --channels or --trees-per-root, or "
-            "--emit plan)",
-            r, blocks.size(), req.maxThreadblocksPerRank));
-    }
   CompiledPlan plan;
   // A coded schedule must still implement its code after every pass: each
   // rank's error operator equals the design's (exactness when c <= N).
@@ -1077,6 +1079,11 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
   plan.rings = std::move(info.rings);
   plan.searched = std::move(info.searched);
   plan.source = std::move(info.source);
+  if (tbInfo.coalesced)
+    plan.source += llvm::formatv("; coalesced for MSCCL XML: {0} chains in "
+                                 "{1} groups on {2} channels",
+                                 tbInfo.chains, tbInfo.groups, s.numChannels)
+                       .str();
   plan.explain = std::move(info.explain);
   return plan;
 }

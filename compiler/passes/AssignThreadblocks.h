@@ -9,8 +9,12 @@
 // above maxDepTarget the dependency targets are numbered first; each
 // threadblock runs its ops in list order. Enforces the MSCCL limits
 // on the legalized result (steps per threadblock with nops, dependency-target
-// ids < 128, 1024 threadblocks). Stage: ChannelsAssigned ->
-// ThreadblocksAssigned.
+// ids < 128, 1024 threadblocks, and, when given, the SM count and the channel
+// count). Coalescing (MSCCL XML of tree schedules, FORESTCOLL.md 6.5): when
+// that one-sub-schedule-per-threadblock shape exceeds a limit, the channels
+// are chosen again per chain of messages and ops with the same (channel, send
+// peer, receive peer) merge into one threadblock across sub-schedules, in list
+// order. Stage: ChannelsAssigned -> ThreadblocksAssigned.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PASSES_ASSIGNTHREADBLOCKS_H
@@ -20,18 +24,43 @@
 
 #include "llvm/Support/Error.h"
 
+#include <string>
+
 namespace topocc::passes {
 
 struct ThreadblockLimits {
   int32_t maxSteps = 64;          ///< MSCCL_MAX_NUM_STEPS of the runtime
   int32_t maxDepTarget = 127;     ///< depid is stored in 8 signed bits
   int32_t maxThreadblocks = 1024; ///< per rank
+  /// Threadblocks one rank may launch: MSCCL's blocks spin-wait on each
+  /// other and must all be resident, one per SM (--sm-count); 0: no limit.
+  int32_t smCount = 0;
+  /// Channels the output has (MSCCL XML: 32); 0: no limit. Checked here
+  /// only with coalesce (assign-channels and split-channels check it
+  /// otherwise).
+  int32_t maxChannels = 0;
+  /// Tree schedules for MSCCL XML: when the separate-threadblock shape does
+  /// not fit the limits above, re-assign the channels and merge roles across
+  /// sub-schedules (coalescing) instead of failing.
+  bool coalesce = false;
+};
+
+/// What assignThreadblocks chose, for reports and tests.
+struct ThreadblockInfo {
+  bool coalesced = false; ///< the coalesced shape was needed
+  /// Coalesced: chains of messages (one tree chain in one piece) and the
+  /// groups of them (same chain in every segment and piece) given one
+  /// channel each.
+  int32_t chains = 0, groups = 0;
+  /// Why the separate-threadblock shape did not fit (coalesced only).
+  std::string whyCoalesced;
 };
 
 /// REQUIRES: s.stage is ChannelsAssigned; deps point to earlier ops in the
 /// list. A user error saying which limit is exceeded and what to change.
 llvm::Error assignThreadblocks(ir::Schedule &s,
-                               const ThreadblockLimits &limits = {});
+                               const ThreadblockLimits &limits = {},
+                               ThreadblockInfo *info = nullptr);
 
 } // namespace topocc::passes
 

@@ -419,7 +419,7 @@ llvm::Error TreeLowering::assignChannels() {
       }
     }
   }
-  if (used > limit)
+  if (used > limit && !o.channelsMayOverflow)
     return makeUserError(llvm::formatv(
         "the trees need more than {0} channels: no (link, channel) pair may "
         "carry two tree chains, and the link direction rank {1} -> rank {2} "

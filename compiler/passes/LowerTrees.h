@@ -61,6 +61,10 @@ struct TreeLoweringOptions {
   /// Channels the chains may use: 32 for MSCCL XML; 0 means no limit (the
   /// plan format and the IR have none).
   int32_t maxChannels = 32;
+  /// MSCCL XML with coalescing (AssignThreadblocks.h): when the chains need
+  /// more than maxChannels, keep the colouring with more channels instead of
+  /// failing; assign-threadblocks then chooses channels within the limit.
+  bool channelsMayOverflow = false;
 };
 
 /// What the lowering chose, for reports.
