@@ -209,4 +209,39 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
   return f;
 }
 
+llvm::Expected<RoutedTime> routedTime(const Forest &f,
+                                      analysis::LinkModel &m,
+                                      analysis::CapacityKind kind) {
+  const int n = m.topology().numRanks();
+  std::vector<double> load(m.numResources(), 0.0); // per byte of M
+  for (const PackedTree &t : f.trees.trees) {
+    const double share = static_cast<double>(t.mult) / f.k / n;
+    for (auto [parent, child] : t.arcs) {
+      // Data flows parent -> child in out-trees, child -> parent in the
+      // in-trees of a reversed forest.
+      int from = f.reversed ? child : parent, to = f.reversed ? parent : child;
+      const analysis::PathFlow &p = m.rankFlow(from, to);
+      if (!p.found)
+        return makeUserError(llvm::formatv(
+            "trees: ranks {0} and {1} are joined by a tree arc but have no "
+            "route",
+            from, to));
+      for (auto [res, frac] : p.res)
+        load[res] += share * frac;
+    }
+  }
+  RoutedTime r;
+  for (int res = 0; res < m.numResources(); ++res) {
+    double c = kind == analysis::CapacityKind::Raw ? m.rawCapacity(res)
+                                                   : m.capacity(res);
+    if (load[res] <= 0 || c <= 0)
+      continue;
+    if (load[res] / c > r.secondsPerByte) {
+      r.secondsPerByte = load[res] / c;
+      r.busiest = res;
+    }
+  }
+  return r;
+}
+
 } // namespace topocc::algorithms

@@ -14,6 +14,7 @@
 #include "compiler/algorithms/SwitchSplitting.h"
 #include "compiler/algorithms/TreePacking.h"
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/CostModel.h"
 
 #include "llvm/Support/Error.h"
 
@@ -55,6 +56,25 @@ struct Forest {
 
 llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
                                    const ForestOptions &opts);
+
+/// The trees' time when every tree arc's data takes the route(s) the
+/// schedule's messages take between its two ranks
+/// (analysis::LinkModel::rankFlow: the widest shortest route, split evenly
+/// over equal ones), not the switch paths the packing chose: a GPU pair
+/// joined by NVLink and by PCIe through the CPUs sends over NVLink only, so
+/// trees packed over both load NVLink more than U. Seconds per byte of the
+/// collective's data M (each root's M/N bytes, a tree of C_T units carrying
+/// C_T/k of them over each arc), set by the busiest link (capacities as
+/// `kind`), and that link (a LinkModel resource). Equals the forest's
+/// U / (k N) when the routes are the packing's paths. User error when two
+/// ranks of an arc have no route.
+struct RoutedTime {
+  double secondsPerByte = 0;
+  int busiest = -1;
+};
+llvm::Expected<RoutedTime> routedTime(const Forest &f,
+                                      analysis::LinkModel &m,
+                                      analysis::CapacityKind kind);
 
 } // namespace topocc::algorithms
 

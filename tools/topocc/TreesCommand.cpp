@@ -222,6 +222,25 @@ llvm::Error runTrees(const TreesOptions &opts) {
     boundPerByte += f.bound.lambda.value() * 1e-9 / n;
   }
   double time = bytes * perByte, boundTime = bytes * boundPerByte;
+  // The same trees on the routes the schedule's messages take (one route
+  // per rank pair), which is what compile's cost model and the simulator
+  // see.
+  analysis::LinkModel links(t);
+  double routedPerByte = 0, worst = 0;
+  int busiest = -1;
+  for (auto &[phase, f] : forests) {
+    auto r = algorithms::routedTime(f, links, kind);
+    if (!r)
+      return r.takeError();
+    routedPerByte += r->secondsPerByte;
+    if (r->secondsPerByte > worst) {
+      worst = r->secondsPerByte;
+      busiest = r->busiest;
+    }
+  }
+  const double routedTime = bytes * routedPerByte;
+  const std::string busiestName =
+      busiest >= 0 ? links.resourceName(busiest) : std::string();
   double busFactor = opts.collective == "allreduce" ? 2.0 * (n - 1) / n
                                                     : (n - 1.0) / n;
 
@@ -242,6 +261,11 @@ llvm::Error runTrees(const TreesOptions &opts) {
          llvm::json::Object{{"time_s", time},
                             {"algbw", bytes / time},
                             {"busbw", bytes / time * busFactor}}},
+        {"routed",
+         llvm::json::Object{{"time_s", routedTime},
+                            {"algbw", bytes / routedTime},
+                            {"busbw", bytes / routedTime * busFactor},
+                            {"busiest_link", busiestName}}},
         {"bound", llvm::json::Object{{"time_s", boundTime},
                                      {"algbw", bytes / boundTime},
                                      {"busbw", bytes / boundTime * busFactor}}},
@@ -257,6 +281,12 @@ llvm::Error runTrees(const TreesOptions &opts) {
         "of the bound: algbw {4:F2} GB/s)\n",
         timeText(time), bytes / time / 1e9, bytes / time * busFactor / 1e9,
         100 * boundTime / time, bytes / boundTime / 1e9);
+    os << llvm::formatv(
+        "on the schedule's routes: time {0}  algbw {1:F2} GB/s  busbw "
+        "{2:F2} GB/s  ({3:F2}% of the bound; busiest link {4})\n",
+        timeText(routedTime), bytes / routedTime / 1e9,
+        bytes / routedTime * busFactor / 1e9, 100 * boundTime / routedTime,
+        busiestName);
     for (auto &[phase, f] : forests)
       printForest(os, t, f, phase, bytes);
   }
