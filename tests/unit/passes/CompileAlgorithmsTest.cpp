@@ -10,7 +10,7 @@
 #include "compiler/Pipeline.h"
 
 #include "backends/PlanJson.h"
-#include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/ComputeModel.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Verifier.h"
 
@@ -157,16 +157,22 @@ TEST(CompileAuto, KeepsTheFastestPrediction) {
   EXPECT_TRUE(mentions(plan->explain, "auto: hier-ring not applicable"));
   EXPECT_TRUE(mentions(plan->explain, "auto: cerar not considered"));
   EXPECT_TRUE(mentions(plan->explain, "auto: chose " + plan->algorithm));
-  // The winner is never slower than the ring under the cost model.
-  analysis::LinkModel m(t);
-  CompileRequest ring = req;
-  ring.algorithm = "ring";
-  auto ringPlan = compile(t, ring, log);
-  ASSERT_TRUE(bool(ringPlan)) << llvm::toString(ringPlan.takeError());
-  auto chosen = analysis::estimateSchedule(plan->schedule, m, req.bytes);
-  auto base = analysis::estimateSchedule(ringPlan->schedule, m, req.bytes);
-  ASSERT_TRUE(bool(chosen) && bool(base));
-  EXPECT_LE(chosen->time, base->time * (1 + 1e-12));
+  // The candidates are priced by the simulator (cut-through links): the
+  // winner is never slower than the ring or the trees there.
+  EXPECT_TRUE(mentions(plan->explain, "us (simulated)"));
+  auto chosen = analysis::simulateTime(t, plan->schedule, req.bytes,
+                                       analysis::SimMode::CutThrough);
+  ASSERT_TRUE(bool(chosen)) << llvm::toString(chosen.takeError());
+  for (const char *other : {"ring", "trees"}) {
+    CompileRequest sub = req;
+    sub.algorithm = other;
+    auto otherPlan = compile(t, sub, log);
+    ASSERT_TRUE(bool(otherPlan)) << llvm::toString(otherPlan.takeError());
+    auto base = analysis::simulateTime(t, otherPlan->schedule, req.bytes,
+                                       analysis::SimMode::CutThrough);
+    ASSERT_TRUE(bool(base)) << llvm::toString(base.takeError());
+    EXPECT_LE(*chosen, *base * (1 + 1e-12)) << other;
+  }
 
   EXPECT_EQ(errorMessage(compile(4, req, log).takeError()),
             "--algorithm auto compares the algorithms on the topology; give "
