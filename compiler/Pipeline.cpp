@@ -940,15 +940,7 @@ llvm::Expected<CompiledPlan> compileOn(const topo::Topology *t,
                 passNamed(pass, req, coalesce, &tbInfo), vopts);
     if (!err || context.empty() || err.isA<InternalError>())
       return err;
-    std::string text;
-    llvm::handleAllErrors(
-        std::move(err),
-        [&](const DiagnosticError &d) {
-          for (const Diagnostic &diag : d.diagnostics())
-            text += (text.empty() ? "" : "; ") + diag.message;
-        },
-        [&](const llvm::ErrorInfoBase &b) { text += b.message(); });
-    return makeUserError(context + text);
+    return makeUserError(context + errorMessages(std::move(err), "; "));
   };
   // The one dispatch over algorithms: each lowering produces unfused
   // send/recv/reduce chains; the passes after it are shared.

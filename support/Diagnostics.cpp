@@ -87,6 +87,18 @@ llvm::Error makeUserError(const llvm::Twine &message) {
       std::vector<Diagnostic>{{Severity::Error, {}, message.str(), {}}});
 }
 
+std::string errorMessages(llvm::Error err, llvm::StringRef separator) {
+  std::string text;
+  llvm::handleAllErrors(
+      std::move(err),
+      [&](const DiagnosticError &d) {
+        for (const Diagnostic &diag : d.diagnostics())
+          text += (text.empty() ? "" : separator.str()) + diag.message;
+      },
+      [&](const llvm::ErrorInfoBase &b) { text += b.message(); });
+  return text;
+}
+
 llvm::Error makeDiagError(SourceLoc loc, const llvm::Twine &message,
                           llvm::StringRef sourceLine) {
   return llvm::make_error<DiagnosticError>(std::vector<Diagnostic>{

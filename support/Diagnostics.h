@@ -82,6 +82,10 @@ llvm::Error makeUserError(const llvm::Twine &message);
 llvm::Error makeDiagError(SourceLoc loc, const llvm::Twine &message,
                           llvm::StringRef sourceLine = {});
 
+/// The messages of `err` as the user reads them, without locations or
+/// severities, joined by `separator` (consumes the error).
+std::string errorMessages(llvm::Error err, llvm::StringRef separator = "\n");
+
 /// Returns line `line` (1-based) of `text`, without its line terminator.
 std::string sourceLineOf(llvm::StringRef text, unsigned line);
 

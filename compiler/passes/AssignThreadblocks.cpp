@@ -246,19 +246,6 @@ llvm::Error checkLimits(const Schedule &s, const ThreadblockLimits &limits) {
   return llvm::Error::success();
 }
 
-/// The messages of a user error, without location or severity.
-std::string plainText(llvm::Error err) {
-  std::string text;
-  llvm::handleAllErrors(
-      std::move(err),
-      [&](const DiagnosticError &d) {
-        for (const Diagnostic &diag : d.diagnostics())
-          text += (text.empty() ? "" : "; ") + diag.message;
-      },
-      [&](const llvm::ErrorInfoBase &b) { text += b.message(); });
-  return text;
-}
-
 /// The SM count and, when coalescing, the channel count (assign-channels
 /// and split-channels check it otherwise).
 llvm::Error checkResident(const Schedule &s, const ThreadblockLimits &limits) {
@@ -865,14 +852,14 @@ llvm::Error assignThreadblocks(Schedule &s, const ThreadblockLimits &limits,
   }
   if (err.isA<InternalError>())
     return err;
-  const std::string why = plainText(std::move(err));
+  const std::string why = errorMessages(std::move(err), "; ");
   Coalescer c(s, limits);
   if (auto cerr = c.run(info)) {
     if (cerr.isA<InternalError>())
       return cerr;
     return makeUserError("separate threadblocks per tree piece do not fit (" +
                          why + "), and neither does the coalesced shape: " +
-                         plainText(std::move(cerr)));
+                         errorMessages(std::move(cerr), "; "));
   }
   if (info) {
     info->coalesced = true;

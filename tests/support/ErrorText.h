@@ -16,15 +16,7 @@
 namespace topocc::testing {
 
 inline std::string errorMessage(llvm::Error e) {
-  std::string out;
-  llvm::handleAllErrors(
-      std::move(e),
-      [&](const DiagnosticError &d) {
-        for (const Diagnostic &diag : d.diagnostics())
-          out += (out.empty() ? "" : "\n") + diag.message;
-      },
-      [&](const llvm::ErrorInfoBase &b) { out += b.message(); });
-  return out;
+  return errorMessages(std::move(e));
 }
 
 } // namespace topocc::testing

@@ -15,17 +15,7 @@ using namespace topocc::ir;
 
 namespace {
 
-std::string message(llvm::Error e) {
-  std::string out;
-  llvm::handleAllErrors(
-      std::move(e),
-      [&](const DiagnosticError &d) {
-        for (const Diagnostic &diag : d.diagnostics())
-          out += diag.message;
-      },
-      [&](const llvm::ErrorInfoBase &b) { out += b.message(); });
-  return out;
-}
+std::string message(llvm::Error e) { return errorMessages(std::move(e), ""); }
 
 Schedule compiled(Collective c, int n, int channels, int chunks, bool inplace,
                   const std::string &name = "") {

@@ -64,15 +64,22 @@ int32_t threadblocks(const RankProgram &rp) {
   return static_cast<int32_t>(tbs.size());
 }
 
+/// The limits of MSCCL XML for tree schedules: `smCount` threadblocks per
+/// rank, 32 channels, coalescing on.
+passes::ThreadblockLimits coalescing(int32_t smCount) {
+  passes::ThreadblockLimits lim;
+  lim.smCount = smCount;
+  lim.maxChannels = 32;
+  lim.coalesce = true;
+  return lim;
+}
+
 TEST(CoalesceThreadblocksTest, SeparateShapeKeptWhenItFits) {
   Schedule s = channelled(twoTreesOnOnePath());
   // The two trees share links 0 -> 1 and 1 -> 2: channels 0 and 1; root
   // 1's edge 1 -> 2 then needs channel 2.
   EXPECT_EQ(s.numChannels, 3);
-  passes::ThreadblockLimits lim;
-  lim.smCount = 108;
-  lim.maxChannels = 32;
-  lim.coalesce = true;
+  passes::ThreadblockLimits lim = coalescing(108);
   passes::ThreadblockInfo info;
   ASSERT_FALSE(bool(passes::assignThreadblocks(s, lim, &info)));
   EXPECT_FALSE(info.coalesced);
@@ -84,10 +91,7 @@ TEST(CoalesceThreadblocksTest, SeparateShapeKeptWhenItFits) {
 
 TEST(CoalesceThreadblocksTest, TwoTreesOnALinkShareOneThreadblockInOrder) {
   Schedule s = channelled(twoTreesOnOnePath());
-  passes::ThreadblockLimits lim;
-  lim.smCount = 4;
-  lim.maxChannels = 32;
-  lim.coalesce = true;
+  passes::ThreadblockLimits lim = coalescing(4);
   passes::ThreadblockInfo info;
   llvm::Error err = passes::assignThreadblocks(s, lim, &info);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
@@ -162,10 +166,7 @@ TEST(CoalesceThreadblocksTest, MergedFifoFollowsOneOrderAtBothEnds) {
   VerifyOptions noSemantics;
   noSemantics.checkSemantics = false;
   ASSERT_FALSE(bool(verifySchedule(s, noSemantics)));
-  passes::ThreadblockLimits lim;
-  lim.smCount = 1;
-  lim.maxChannels = 32;
-  lim.coalesce = true;
+  passes::ThreadblockLimits lim = coalescing(1);
   passes::ThreadblockInfo info;
   llvm::Error err = passes::assignThreadblocks(s, lim, &info);
   ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
@@ -205,10 +206,7 @@ TEST(CoalesceThreadblocksTest, TooManyForwardingPairsIsRefused) {
                        {1, 0, 1, {1, kNone, 1}},
                        {2, 0, 1, {1, 2, kNone}}};
   Schedule s = channelled(o);
-  passes::ThreadblockLimits lim;
-  lim.smCount = 1;
-  lim.maxChannels = 32;
-  lim.coalesce = true;
+  passes::ThreadblockLimits lim = coalescing(1);
   EXPECT_EQ(errorMessage(passes::assignThreadblocks(s, lim)),
             "separate threadblocks per tree piece do not fit (rank 0 would "
             "launch 3 threadblocks, more than the 1 SMs of the target: "
