@@ -19,7 +19,7 @@ TOPOCC=$1 MPI_TEST=$2 MPIRUN=$3 TOPOS=$4 WORK=$5
 # Algorithms to run (an algorithm the compiler rejects is reported and
 # skipped; ring must always compile).
 ALGORITHMS=${TOPOCC_LIBRARY_ALGORITHMS:-"ring trees cerar"}
-MAX_RANKS=${TOPOCC_LIBRARY_MAX_RANKS:-16}
+MAX_RANKS=${TOPOCC_LIBRARY_MAX_RANKS:-32}
 COUNTS=${TOPOCC_LIBRARY_COUNTS:-1001}
 # Per algorithm: extra compile flags ("{N}" is replaced by the topology's
 # rank count), a rank limit (compile time in the sanitized build: trees take
