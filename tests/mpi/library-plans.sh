@@ -22,13 +22,14 @@ ALGORITHMS=${TOPOCC_LIBRARY_ALGORITHMS:-"ring trees cerar"}
 MAX_RANKS=${TOPOCC_LIBRARY_MAX_RANKS:-32}
 COUNTS=${TOPOCC_LIBRARY_COUNTS:-1001}
 # Per algorithm: extra compile flags ("{N}" is replaced by the topology's
-# rank count), a rank limit (compile time in the sanitized build: trees take
-# 4-20 s per plan with the default K; CERAR 16: 2 plans per topology, start-up
-# of 16 sanitized processes dominates) and the collectives it has. Every plan
+# rank count), a rank limit (trees 16: a 32-rank trees compile takes 3-7 s
+# per plan in the sanitized build and the whole run 10 min with them; only
+# fattree-multipod's 128 sanitized processes are over 32) and the
+# collectives it has. Every plan
 # runs any count (CERAR plans need equal chunks: the interpreter pads counts
 # that are not a multiple of c, see docs/Runtime.md).
 declare -A FLAGS=([trees]="--trees-per-root 1" [cerar]="--components {N}")
-declare -A LIMIT=([trees]=8 [cerar]=16)
+declare -A LIMIT=([trees]=16 [cerar]=32)
 declare -A COLLECTIVES=([cerar]="allreduce")
 
 mkdir -p "$WORK"
