@@ -522,29 +522,221 @@ void readOp(Reader &rd, const json::Value &v, llvm::StringRef path,
 
 } // namespace
 
+namespace {
+
+/// Where the top-level member \p key's array and its elements lie in \p text,
+/// found by a scan that only skips strings and brackets (no DOM), or nothing
+/// when the text is not a plain object with one such member (the caller then
+/// parses the whole text and reports what is wrong). Parsing a large plan in
+/// one llvm::json DOM costs ~100 bytes per input byte: its arrays grow by
+/// copying their elements, so the `programs` array is parsed element by
+/// element instead.
+struct ArraySpans {
+  size_t begin = 0, end = 0; ///< the array, brackets included
+  std::vector<std::pair<size_t, size_t>> elements;
+};
+
+std::optional<ArraySpans> findTopLevelArray(llvm::StringRef text,
+                                            llvm::StringRef key) {
+  size_t i = 0, n = text.size();
+  auto ws = [&] {
+    while (i < n && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' ||
+                     text[i] == '\t'))
+      ++i;
+  };
+  auto skipString = [&]() -> bool { // at '"'
+    for (++i; i < n; ++i) {
+      if (text[i] == '\\')
+        ++i;
+      else if (text[i] == '"')
+        return ++i, true;
+    }
+    return false;
+  };
+  auto skipValue = [&]() -> bool {
+    if (i >= n)
+      return false;
+    if (text[i] == '"')
+      return skipString();
+    if (text[i] != '{' && text[i] != '[') { // a scalar
+      size_t start = i;
+      while (i < n && !llvm::StringRef(",}] \n\r\t").contains(text[i]))
+        ++i;
+      return i > start;
+    }
+    int depth = 0;
+    while (i < n) {
+      char c = text[i];
+      if (c == '"') {
+        if (!skipString())
+          return false;
+        continue;
+      }
+      ++i;
+      if (c == '{' || c == '[')
+        ++depth;
+      else if ((c == '}' || c == ']') && --depth == 0)
+        return true;
+    }
+    return false;
+  };
+  std::optional<ArraySpans> found;
+  ws();
+  if (i >= n || text[i] != '{')
+    return std::nullopt;
+  ++i;
+  for (;;) {
+    ws();
+    if (i < n && text[i] == '}')
+      break;
+    if (i >= n || text[i] != '"')
+      return std::nullopt;
+    size_t k0 = i + 1;
+    if (!skipString())
+      return std::nullopt;
+    llvm::StringRef name = text.slice(k0, i - 1);
+    ws();
+    if (i >= n || text[i] != ':')
+      return std::nullopt;
+    ++i;
+    ws();
+    if (name == key) {
+      if (found || i >= n || text[i] != '[')
+        return std::nullopt;
+      ArraySpans a;
+      a.begin = i++;
+      ws();
+      if (i < n && text[i] == ']') {
+        a.end = ++i;
+      } else {
+        for (;;) {
+          ws();
+          size_t e0 = i;
+          if (!skipValue())
+            return std::nullopt;
+          a.elements.emplace_back(e0, i);
+          ws();
+          if (i < n && text[i] == ',') {
+            ++i;
+            continue;
+          }
+          if (i < n && text[i] == ']') {
+            a.end = ++i;
+            break;
+          }
+          return std::nullopt;
+        }
+      }
+      found = std::move(a);
+    } else if (!skipValue()) {
+      return std::nullopt;
+    }
+    ws();
+    if (i < n && text[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < n && text[i] == '}')
+      break;
+    return std::nullopt;
+  }
+  return found;
+}
+
+/// llvm::json's parse error as a located diagnostic.
+llvm::Error jsonSyntaxError(llvm::Error err, llvm::StringRef text,
+                            llvm::StringRef fileName) {
+  std::string msg = llvm::toString(std::move(err));
+  // llvm::json::ParseError logs "[LINE:COL, byte=N]: message".
+  llvm::SmallVector<llvm::StringRef, 4> m;
+  llvm::Regex re("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
+  if (re.match(msg, &m)) {
+    unsigned line = 0, col = 0;
+    m[1].getAsInteger(10, line);
+    m[2].getAsInteger(10, col);
+    return makeDiagError(SourceLoc{fileName.str(), line, col},
+                         "invalid JSON: " + m[3], sourceLineOf(text, line));
+  }
+  return makeDiagError(SourceLoc{fileName.str(), 0, 0}, "invalid JSON: " + msg);
+}
+
+/// \p text parsed with the array member \p key of its top-level object
+/// emptied ("key": []) and the array's elements kept as text, to be parsed
+/// one at a time with element(). Where the text cannot be split that way,
+/// the whole text is one DOM and element() indexes its array. Nothing on a
+/// syntax error (the caller re-parses the whole file for the location).
+class SplitParse {
+public:
+  static std::optional<SplitParse> parse(llvm::StringRef text,
+                                         llvm::StringRef key) {
+    SplitParse sp;
+    if (std::optional<ArraySpans> spans = findTopLevelArray(text, key)) {
+      std::string rest =
+          (text.take_front(spans->begin) + "[]" + text.drop_front(spans->end))
+              .str();
+      if (llvm::Expected<json::Value> v = json::parse(rest)) {
+        sp.rest = std::move(*v);
+        for (auto [b, e] : spans->elements)
+          sp.texts.push_back(text.slice(b, e));
+        sp.split = true;
+        return sp;
+      } else {
+        llvm::consumeError(v.takeError());
+      }
+    }
+    llvm::Expected<json::Value> v = json::parse(text);
+    if (!v) {
+      llvm::consumeError(v.takeError());
+      return std::nullopt;
+    }
+    sp.rest = std::move(*v);
+    return sp;
+  }
+
+  const json::Value &root() const { return rest; }
+  /// Whether the array was split out (root() then holds an empty array).
+  bool isSplit() const { return split; }
+  size_t size() const { return texts.size(); }
+  llvm::StringRef elementText(size_t i) const { return texts[i]; }
+  /// Element \p i parsed (valid until the next call), or null on a syntax
+  /// error.
+  const json::Value *element(size_t i) {
+    llvm::Expected<json::Value> v = json::parse(texts[i]);
+    if (!v) {
+      llvm::consumeError(v.takeError());
+      return nullptr;
+    }
+    current = std::move(*v);
+    return &current;
+  }
+
+private:
+  json::Value rest = nullptr, current = nullptr;
+  std::vector<llvm::StringRef> texts;
+  bool split = false;
+};
+
+} // namespace
+
 llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
                                          llvm::StringRef fileName) {
-  llvm::Expected<json::Value> root = json::parse(text);
-  if (!root) {
-    std::string msg = llvm::toString(root.takeError());
-    // llvm::json::ParseError logs "[LINE:COL, byte=N]: message".
-    llvm::SmallVector<llvm::StringRef, 4> m;
-    llvm::Regex re("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
-    if (re.match(msg, &m)) {
-      unsigned line = 0, col = 0;
-      m[1].getAsInteger(10, line);
-      m[2].getAsInteger(10, col);
-      return makeDiagError(SourceLoc{fileName.str(), line, col},
-                           "invalid JSON: " + m[3], sourceLineOf(text, line));
-    }
-    return makeDiagError(SourceLoc{fileName.str(), 0, 0},
-                         "invalid JSON: " + msg);
-  }
+  // The programs and their ops are parsed one at a time (see
+  // findTopLevelArray). A syntax error anywhere re-parses the whole text,
+  // for llvm::json's line and column.
+  auto syntaxError = [&]() -> llvm::Error {
+    llvm::Expected<json::Value> whole = json::parse(text);
+    if (!whole)
+      return jsonSyntaxError(whole.takeError(), text, fileName);
+    return makeDiagError(SourceLoc{fileName.str(), 0, 0}, "invalid JSON");
+  };
+  std::optional<SplitParse> file = SplitParse::parse(text, "programs");
+  if (!file)
+    return syntaxError();
 
   Reader rd(fileName);
   LoadedPlan plan;
   ir::Schedule &s = plan.schedule;
-  const json::Object *top = rd.object(&*root, "$");
+  const json::Object *top = rd.object(&file->root(), "$");
   if (!top)
     return rd.takeError();
   // The format and version decide how to read the rest: stop early on them.
@@ -654,16 +846,22 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
       rd.array(rd.field(*top, "$", "programs"), "$.programs");
   if (!programs)
     return rd.takeError();
-  if (programs->size() != static_cast<size_t>(s.numRanks)) {
+  size_t numPrograms = file->isSplit() ? file->size() : programs->size();
+  if (numPrograms != static_cast<size_t>(s.numRanks)) {
     rd.error("$.programs",
              llvm::formatv("expected {0} rank programs (\"ranks\"), got {1}",
-                           s.numRanks, programs->size()));
+                           s.numRanks, numPrograms));
     return rd.takeError();
   }
   s.ranks.resize(s.numRanks);
   for (int32_t r = 0; r < s.numRanks; ++r) {
     std::string path = llvm::formatv("$.programs[{0}]", r).str();
-    const json::Object *p = rd.object(&(*programs)[r], path);
+    std::optional<SplitParse> prog; // this program with its ops as text
+    if (file->isSplit() &&
+        !(prog = SplitParse::parse(file->elementText(size_t(r)), "ops")))
+      return syntaxError();
+    const json::Object *p =
+        rd.object(prog ? &prog->root() : &(*programs)[r], path);
     if (!p)
       continue;
     rd.noUnknownKeys(*p, path, {"rank", "buffers", "ops"});
@@ -689,12 +887,17 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
     const json::Array *ops = rd.array(rd.field(*p, path, "ops"), opath);
     if (!ops)
       continue;
-    rp.ops.resize(ops->size());
-    for (size_t i = 0; i < ops->size(); ++i) {
+    bool opsSplit = prog && prog->isSplit();
+    size_t numOps = opsSplit ? prog->size() : ops->size();
+    rp.ops.resize(numOps);
+    for (size_t i = 0; i < numOps; ++i) {
+      const json::Value *ov = opsSplit ? prog->element(i) : &(*ops)[i];
+      if (!ov)
+        return syntaxError();
       // Message ids are bounded by the declared count here; pairing is
       // checked by the verifier below.
-      readOp(rd, (*ops)[i], llvm::formatv("{0}[{1}]", opath, i).str(),
-             static_cast<int32_t>(i), static_cast<int32_t>(ops->size()),
+      readOp(rd, *ov, llvm::formatv("{0}[{1}]", opath, i).str(),
+             static_cast<int32_t>(i), static_cast<int32_t>(numOps),
              s.numRanks, numMessages, rp.ops[i]);
     }
   }

@@ -15,6 +15,10 @@
 #include "ir/Printer.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
 
 using namespace topocc;
 using namespace topocc::backends;
@@ -169,6 +173,66 @@ TEST(PlanJson, LoadReverifiesTheSchedule) {
                       0),
             0u)
       << err;
+}
+
+// The loader parses each program and each op on its own (a whole-file DOM
+// costs ~100 bytes per input byte); these pin down that it reads exactly
+// what one DOM would.
+std::string printedIr(llvm::StringRef text) {
+  auto plan = parsePlanJson(text, "p.json");
+  if (!plan)
+    return "error: " + llvm::toString(plan.takeError());
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  ir::printSchedule(plan->schedule, os);
+  return os.str();
+}
+
+TEST(PlanJson, SplitParsingReadsAnyLayout) {
+  std::string good = emit(compileRing(ir::Collective::AllReduce, 3, 2));
+  std::string want = printedIr(good);
+  ASSERT_EQ(want.rfind("error", 0), std::string::npos) << want;
+  // Compact (one line), and pretty-printed with other indentation.
+  auto dom = llvm::json::parse(good);
+  ASSERT_TRUE(bool(dom));
+  std::string compact, pretty;
+  llvm::raw_string_ostream(compact) << *dom;
+  llvm::raw_string_ostream(pretty) << llvm::formatv("{0:3}", *dom);
+  EXPECT_EQ(printedIr(compact), want);
+  EXPECT_EQ(printedIr(pretty), want);
+  // Brackets, braces and escaped quotes inside strings, tabs and CRLF.
+  std::string tricky = replaceOnce(good, "\"generator\": \"topocc test\"",
+                                   "\"generator\":\t\"t [ { \\\" ] } \\\\\"");
+  tricky = replaceOnce(tricky, "\n  \"programs\"", "\r\n  \"programs\"");
+  EXPECT_EQ(printedIr(tricky), want);
+}
+
+TEST(PlanJson, SyntaxErrorsInsideOpsPointAtTheFile) {
+  std::string good = emit(compileRing(ir::Collective::AllReduce, 2));
+  // A missing ':' in rank 1's first op: the line and column of the file.
+  std::string bad = replaceOnce(good, "\"kind\":\"recv\"", "\"kind\" \"recv\"");
+  size_t at = bad.find("\"kind\" \"recv\"");
+  size_t lineStart = bad.rfind('\n', at) + 1;
+  unsigned line = 1 + unsigned(std::count(bad.begin(), bad.begin() + at, '\n'));
+  unsigned col = unsigned(at - lineStart) + 8; // after "kind" and the space
+  std::string err = loadError(bad);
+  EXPECT_EQ(err.rfind(llvm::formatv("p.json:{0}:{1}: error: invalid JSON: "
+                                    "Expected : after object key\n",
+                                    line, col)
+                          .str(),
+                      0),
+            0u)
+      << err;
+  // A truncated file, and a programs member that is not an array.
+  EXPECT_NE(loadError(good.substr(0, good.size() / 2)).find("invalid JSON"),
+            std::string::npos);
+  std::string notArray = good.substr(0, good.find("\"programs\"")) +
+                         "\"programs\": 5\n}\n";
+  EXPECT_EQ(loadError(notArray), "p.json: error: $.programs: expected an array\n");
+  // Two programs members: read as one DOM reads them (the last one wins).
+  std::string twice = replaceOnce(good, "\"programs\": [",
+                                  "\"programs\": [], \"programs\": [");
+  EXPECT_EQ(printedIr(twice), printedIr(good));
 }
 
 TEST(PlanJson, MissingFile) {
