@@ -14,6 +14,7 @@
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
+#include "support/JsonSpans.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -524,125 +525,6 @@ void readOp(Reader &rd, const json::Value &v, llvm::StringRef path,
 
 namespace {
 
-/// Where the top-level member \p key's array and its elements lie in \p text,
-/// found by a scan that only skips strings and brackets (no DOM), or nothing
-/// when the text is not a plain object with one such member (the caller then
-/// parses the whole text and reports what is wrong). Parsing a large plan in
-/// one llvm::json DOM costs ~100 bytes per input byte: its arrays grow by
-/// copying their elements, so the `programs` array is parsed element by
-/// element instead.
-struct ArraySpans {
-  size_t begin = 0, end = 0; ///< the array, brackets included
-  std::vector<std::pair<size_t, size_t>> elements;
-};
-
-std::optional<ArraySpans> findTopLevelArray(llvm::StringRef text,
-                                            llvm::StringRef key) {
-  size_t i = 0, n = text.size();
-  auto ws = [&] {
-    while (i < n && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' ||
-                     text[i] == '\t'))
-      ++i;
-  };
-  auto skipString = [&]() -> bool { // at '"'
-    for (++i; i < n; ++i) {
-      if (text[i] == '\\')
-        ++i;
-      else if (text[i] == '"')
-        return ++i, true;
-    }
-    return false;
-  };
-  auto skipValue = [&]() -> bool {
-    if (i >= n)
-      return false;
-    if (text[i] == '"')
-      return skipString();
-    if (text[i] != '{' && text[i] != '[') { // a scalar
-      size_t start = i;
-      while (i < n && !llvm::StringRef(",}] \n\r\t").contains(text[i]))
-        ++i;
-      return i > start;
-    }
-    int depth = 0;
-    while (i < n) {
-      char c = text[i];
-      if (c == '"') {
-        if (!skipString())
-          return false;
-        continue;
-      }
-      ++i;
-      if (c == '{' || c == '[')
-        ++depth;
-      else if ((c == '}' || c == ']') && --depth == 0)
-        return true;
-    }
-    return false;
-  };
-  std::optional<ArraySpans> found;
-  ws();
-  if (i >= n || text[i] != '{')
-    return std::nullopt;
-  ++i;
-  for (;;) {
-    ws();
-    if (i < n && text[i] == '}')
-      break;
-    if (i >= n || text[i] != '"')
-      return std::nullopt;
-    size_t k0 = i + 1;
-    if (!skipString())
-      return std::nullopt;
-    llvm::StringRef name = text.slice(k0, i - 1);
-    ws();
-    if (i >= n || text[i] != ':')
-      return std::nullopt;
-    ++i;
-    ws();
-    if (name == key) {
-      if (found || i >= n || text[i] != '[')
-        return std::nullopt;
-      ArraySpans a;
-      a.begin = i++;
-      ws();
-      if (i < n && text[i] == ']') {
-        a.end = ++i;
-      } else {
-        for (;;) {
-          ws();
-          size_t e0 = i;
-          if (!skipValue())
-            return std::nullopt;
-          a.elements.emplace_back(e0, i);
-          ws();
-          if (i < n && text[i] == ',') {
-            ++i;
-            continue;
-          }
-          if (i < n && text[i] == ']') {
-            a.end = ++i;
-            break;
-          }
-          return std::nullopt;
-        }
-      }
-      found = std::move(a);
-    } else if (!skipValue()) {
-      return std::nullopt;
-    }
-    ws();
-    if (i < n && text[i] == ',') {
-      ++i;
-      continue;
-    }
-    if (i < n && text[i] == '}')
-      break;
-    return std::nullopt;
-  }
-  return found;
-}
-
 /// llvm::json's parse error as a located diagnostic.
 llvm::Error jsonSyntaxError(llvm::Error err, llvm::StringRef text,
                             llvm::StringRef fileName) {
@@ -670,7 +552,7 @@ public:
   static std::optional<SplitParse> parse(llvm::StringRef text,
                                          llvm::StringRef key) {
     SplitParse sp;
-    if (std::optional<ArraySpans> spans = findTopLevelArray(text, key)) {
+    if (std::optional<JsonArraySpans> spans = findTopLevelArray(text, key)) {
       std::string rest =
           (text.take_front(spans->begin) + "[]" + text.drop_front(spans->end))
               .str();

@@ -171,7 +171,26 @@ bool Verifier::checkHeader() {
                              s.nominalOutputChunks()));
     }
   }
-  return problems.empty();
+  if (!problems.empty())
+    return false;
+  // The race check and the semantics keep state per chunk slot (inputs and
+  // outputs at least nominal): a damaged or hostile header must get an error,
+  // not an allocation of its size.
+  int64_t nominal = std::max<int64_t>(s.nominalInputChunks(),
+                                      s.nominalOutputChunks());
+  int64_t slots = 0;
+  for (const RankProgram &rp : s.ranks)
+    slots += std::max<int64_t>(rp.inputChunks, nominal) +
+             std::max<int64_t>(rp.outputChunks, nominal) +
+             std::max<int64_t>(rp.scratchChunks, 0);
+  if (slots > kMaxVerifiedSlots) {
+    report(kNone, kNone,
+           llvm::formatv("the buffers declare {0} chunks over all ranks; the "
+                         "verifier checks schedules of at most {1}",
+                         slots, kMaxVerifiedSlots));
+    return false;
+  }
+  return true;
 }
 
 void Verifier::checkOperand(RankId r, OpId i, const BufferRef &b, bool writes,

@@ -22,6 +22,11 @@
 
 namespace topocc::ir {
 
+/// The most chunk slots (input, output at least nominal, and scratch, summed
+/// over ranks) a schedule may declare: the race check and the semantics keep
+/// state per slot. 2^26: a 1024-rank all-reduce with 32768 chunks per loop.
+inline constexpr int64_t kMaxVerifiedSlots = int64_t(1) << 26;
+
 /// Phases can be switched off; with checkStructure off the schedule
 /// REQUIRES well-formed operands, peers and messages (the other phases index
 /// with them).

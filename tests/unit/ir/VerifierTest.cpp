@@ -37,6 +37,22 @@ TEST(Verifier, AcceptsHandBuilt) {
   EXPECT_FALSE(static_cast<bool>(verifySchedule(ringAllReduce(3))));
 }
 
+TEST(Verifier, HugeDeclaredBuffersAreAnErrorNotAnAllocation) {
+  // A damaged plan header: 2e9 scratch chunks that no op uses, and a
+  // chunksPerLoop of 2^30 with unused (0) inputs and outputs.
+  Schedule s = scratchAllReduce2(false);
+  s.ranks[0].scratchChunks = 2000000000;
+  EXPECT_EQ(problemsOf(s),
+            "the buffers declare 2000000010 chunks over all ranks; the "
+            "verifier checks schedules of at most 67108864\n");
+  Schedule t = ringAllReduce(2);
+  t.chunksPerLoop = 1 << 30;
+  for (RankProgram &rp : t.ranks)
+    rp.inputChunks = rp.outputChunks = 0;
+  EXPECT_THAT(problemsOf(t), HasSubstr("the buffers declare 4294967296 "
+                                       "chunks over all ranks"));
+}
+
 TEST(Verifier, UnmatchedMessage) {
   Schedule s = ringAllReduce(3);
   // Rank 1's final recv of message 3 becomes a nop.

@@ -147,6 +147,20 @@ TEST(PlanJson, BadFieldsNameTheirPath) {
       "field\n");
 }
 
+TEST(PlanJson, HugeDeclaredBuffersAreRefused) {
+  // Was std::bad_alloc (the race check sized its state by the header).
+  std::string good = emit(compileRing(ir::Collective::AllReduce, 2));
+  size_t at = good.find("  \"contentHash\"");
+  std::string noHash = good.substr(0, at) + good.substr(good.find('\n', at) + 1);
+  EXPECT_EQ(loadError(replaceOnce(noHash, "\"scratch\": 0",
+                                  "\"scratch\": 2000000000")),
+            "p.json: error: the plan's schedule fails verification:\n"
+            "error: schedule @ring2_allreduce_c1_k1_outofplace (stage "
+            "legalized) is invalid:\n"
+            "  the buffers declare 2000000008 chunks over all ranks; the "
+            "verifier checks schedules of at most 67108864\n\n");
+}
+
 TEST(PlanJson, EditedOpsFailTheContentHash) {
   std::string good = emit(compileRing(ir::Collective::AllReduce, 2, 2));
   std::string bad = replaceOnce(good, "\"chunk\":0,\"count\":1",
