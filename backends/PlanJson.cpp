@@ -544,9 +544,10 @@ llvm::Error jsonSyntaxError(llvm::Error err, llvm::StringRef text,
 
 /// \p text parsed with the array member \p key of its top-level object
 /// emptied ("key": []) and the array's elements kept as text, to be parsed
-/// one at a time with element(). Where the text cannot be split that way,
-/// the whole text is one DOM and element() indexes its array. Nothing on a
-/// syntax error (the caller re-parses the whole file for the location).
+/// one at a time with element() (support/JsonSpans.h). Where the text
+/// cannot be split that way, root() is the whole text's DOM and isSplit() is
+/// false: the caller indexes the array in it. Nothing on a syntax error (the
+/// caller re-parses the whole file for the location).
 class SplitParse {
 public:
   static std::optional<SplitParse> parse(llvm::StringRef text,
@@ -602,9 +603,9 @@ private:
 
 llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
                                          llvm::StringRef fileName) {
-  // The programs and their ops are parsed one at a time (see
-  // findTopLevelArray). A syntax error anywhere re-parses the whole text,
-  // for llvm::json's line and column.
+  // The programs and their ops are parsed one at a time (SplitParse). A
+  // syntax error anywhere re-parses the whole text, for llvm::json's line
+  // and column.
   auto syntaxError = [&]() -> llvm::Error {
     llvm::Expected<json::Value> whole = json::parse(text);
     if (!whole)

@@ -81,4 +81,7 @@ for n in $(printf '%s\n' "${!byRanks[@]}" | sort -n); do
   fi
 done
 echo "library plans ($MIN_RANKS to $MAX_RANKS ranks): $run mpirun jobs, $plans plans, $failed failures; skipped $skipped (algorithm:topology) pairs outside the rank range:${skippedNames:- none}"
+if [ "$plans" -eq 0 ]; then
+  echo "FAIL: no plans for topologies with $MIN_RANKS to $MAX_RANKS ranks"; failed=1
+fi
 [ "$failed" -eq 0 ]
