@@ -16,7 +16,6 @@
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
@@ -26,13 +25,6 @@
 using namespace topocc;
 
 namespace {
-
-std::string printed(const ir::Schedule &s) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  ir::printSchedule(s, os);
-  return os.str();
-}
 
 std::string mutate(std::string text, std::mt19937 &rng) {
   static const char *const tokens[] = {
@@ -100,7 +92,8 @@ TEST(PlanJsonMutation, DamagedPlansAreRefusedOrLoadConsistently) {
       ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
       auto plan2 = backends::parsePlanJson(*again, "again.json");
       ASSERT_TRUE(bool(plan2)) << llvm::toString(plan2.takeError());
-      EXPECT_EQ(printed(plan2->schedule), printed(plan->schedule));
+      EXPECT_EQ(ir::scheduleToString(plan2->schedule),
+                ir::scheduleToString(plan->schedule));
     }
   }
   // Most damage is refused; some (whitespace, a duplicated key) is harmless.

@@ -196,10 +196,7 @@ std::string printedIr(llvm::StringRef text) {
   auto plan = parsePlanJson(text, "p.json");
   if (!plan)
     return "error: " + llvm::toString(plan.takeError());
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  ir::printSchedule(plan->schedule, os);
-  return os.str();
+  return ir::scheduleToString(plan->schedule);
 }
 
 TEST(PlanJson, SplitParsingReadsAnyLayout) {
