@@ -1,7 +1,7 @@
 //===- backends/MscclXml.h - Emit MSCCL algorithm XML -----------*- C++ -*-===//
 //
 // A pure printer from a Legalized schedule to the msccl-executor-nccl dialect
-// (MSCCL_XML.md sections 2 and 8): canonical text, all attributes in the
+// (docs/MscclXmlFormat.md 2 and docs/Algorithms-ring.md 7): canonical text, all attributes in the
 // order of the reference example, local operands in src of rrs/rrc/rrcs.
 // Fails, writing nothing, only when the schedule is not expressible or breaks
 // an MSCCL limit (stage, lincomb, coefficients, cnt, steps, threadblock ids).

@@ -2,7 +2,7 @@
 //
 // Checks an MSCCL algorithm XML file against everything the executor checks
 // when it scans and loads the file for every rank, against rules 1 to 11 of
-// MSCCL_XML.md 2.10 and the limits of 2.11, and (through the importer, the IR
+// docs/MscclXmlFormat.md 2.10 and the limits of 2.11, and (through the importer, the IR
 // verifier and the symbolic semantics) for deadlock freedom, race freedom and
 // the collective's postcondition in every declared mode. Stage: back end
 // (verification of input files). Every diagnostic names its rule and points
@@ -12,6 +12,7 @@
 #ifndef TOPOCC_BACKENDS_MSCCLXMLCHECK_H
 #define TOPOCC_BACKENDS_MSCCLXMLCHECK_H
 
+#include "backends/MscclXmlRules.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -31,42 +32,22 @@ struct MscclCheckOptions {
   unsigned smCount = 108;
   /// Import into the IR and check deadlock, races and the postcondition.
   bool checkExecution = true;
-  /// Accept the legacy microsoft/msccl dialect (MSCCL_XML.md section 3):
+  /// Accept the legacy microsoft/msccl dialect (docs/MscclXmlFormat.md 3):
   /// missing outofplace, minBytes, maxBytes take the legacy defaults and
   /// coll="reduce_scatter" is read as reducescatter (a warning each). The
   /// file is still checked against the new executor otherwise.
   bool legacy = false;
 };
 
-/// What a finding means on the real msccl-executor-nccl runtime.
-enum class MscclConsequence {
-  /// The executor's parser fails at the directory scan (<algo> only).
-  RejectedAtScan,
-  /// The executor's parser fails when a communicator loads the file.
-  RejectedAtLoad,
-  /// Loaded, but some block waits forever (FIFO mismatch, unconnected
-  /// channel, dependency never released, deadlock cycle).
-  Hangs,
-  /// Loaded and runs to completion (or crashes), but computes a wrong
-  /// result or corrupts memory (race, wrong local operand, out of bounds).
-  RunsWrongly,
-  /// Loaded and runs as written, but breaks a rule a conforming file keeps
-  /// (e.g. misnumbered s, non-decimal integers); fragile, not wrong today.
-  NonConforming,
-};
-
-/// "rejected by the executor (scan)", "hangs", ... (stable CLI/JSON text).
-llvm::StringRef mscclConsequenceText(MscclConsequence c);
-/// "rejected-scan", "rejected-load", "hangs", "runs-wrongly",
-/// "non-conforming" (stable JSON keys).
-llvm::StringRef mscclConsequenceKey(MscclConsequence c);
-
 /// One classified diagnostic. rank, tb and step are -1 where the finding is
 /// not about one rank, block or step (step is the 0-based position).
 struct MscclFinding {
   Diagnostic diag;
-  /// The rule it violates: "lexical", "attribute", "structure", "scan",
-  /// "load", "limit", "rule 1" .. "rule 11", "postcondition", "import".
+  /// The rule it violates, as the place that made the finding names it.
+  MscclRule ruleId = MscclRule::Other;
+  /// mscclRuleName(ruleId): "lexical", "attribute", "structure", "scan",
+  /// "load", "limit", "rule 1" .. "rule 11", "postcondition", "import",
+  /// "other" (warnings only).
   std::string rule;
   /// Set on every error; on warnings only where the risk is known.
   std::optional<MscclConsequence> consequence;

@@ -1,6 +1,6 @@
 //===- backends/MscclXmlImport.cpp - MSCCL XML to schedule IR -------------===//
 //
-// Mapping (MSCCL_XML.md 2.8, 2.9):
+// Mapping (docs/MscclXmlFormat.md 2.8, 2.9):
 //   <gpu id=r>            -> ranks[r], sizes from i_chunks/o_chunks/s_chunks
 //   <tb id send recv chan>-> threadblock id, channel chan; ops in tb-id order
 //   <step type=...>       -> one op; src only where the type reads it (the
@@ -46,44 +46,21 @@ std::optional<BufferKind> bufferFromName(llvm::StringRef s) {
   return std::nullopt;
 }
 
-std::optional<OpKind> opKindOf(MscclStepType t) {
-  switch (t) {
-  case MscclStepType::S:
-    return OpKind::Send;
-  case MscclStepType::R:
-    return OpKind::Recv;
-  case MscclStepType::Rcs:
-    return OpKind::RecvCopySend;
-  case MscclStepType::Rrs:
-    return OpKind::RecvReduceSend;
-  case MscclStepType::Rrc:
-    return OpKind::RecvReduceCopy;
-  case MscclStepType::Rrcs:
-    return OpKind::RecvReduceCopySend;
-  case MscclStepType::Cpy:
-    return OpKind::Copy;
-  case MscclStepType::Re:
-    return OpKind::Reduce;
-  case MscclStepType::Nop:
-    return OpKind::Nop;
-  case MscclStepType::Ra:
-  case MscclStepType::Unknown:
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 class Importer {
 public:
   Importer(const XmlDocument &doc, const MscclAlgo &algo,
-           const MscclImportOptions &opts)
-      : doc(doc), algo(algo), opts(opts) {}
+           const MscclImportOptions &opts, std::vector<MscclRuleTag> *tags)
+      : doc(doc), algo(algo), opts(opts), tags(tags) {}
 
   llvm::Expected<MscclImport> run();
 
 private:
-  void error(const SourceLoc &loc, std::string msg) {
+  /// An error of `rule` (MscclRule::Import where the file breaks no
+  /// numbered rule but cannot be imported).
+  void error(MscclRule rule, const SourceLoc &loc, std::string msg) {
     diags.add(doc.diag(Severity::Error, loc, "import: " + std::move(msg)));
+    if (tags)
+      tags->push_back({rule, std::nullopt});
   }
   void warning(const SourceLoc &loc, std::string msg) {
     result.warnings.push_back(
@@ -105,6 +82,7 @@ private:
   const XmlDocument &doc;
   const MscclAlgo &algo;
   const MscclImportOptions &opts;
+  std::vector<MscclRuleTag> *tags;
   DiagnosticList diags;
   MscclImport result;
 
@@ -134,7 +112,7 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
       continue;
     if (!tbById.emplace(tb.id, &tb).second) {
       error(
-          attrLoc(tb.el, "id"),
+          MscclRule::Import, attrLoc(tb.el, "id"),
           llvm::formatv("duplicate thread block id {0} on rank {1}", tb.id, r));
       continue;
     }
@@ -143,7 +121,7 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
       if (peer == -1)
         continue;
       if (peer < 0 || peer >= algo.ngpus || peer == r) {
-        error(attrLoc(tb.el, what),
+        error(MscclRule::Rule3, attrLoc(tb.el, what),
               llvm::formatv("rule 3: tb {0} on rank {1} has {2} peer {3}, "
                             "not a rank other than {1}",
                             tb.id, r, what, peer));
@@ -151,7 +129,7 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
       }
       auto [it, fresh] = conn->emplace(std::pair{tb.chan, peer}, &tb);
       if (!fresh)
-        error(attrLoc(tb.el, what),
+        error(MscclRule::Rule2, attrLoc(tb.el, what),
               llvm::formatv("rule 2: tb {0} and tb {1} on rank {2} share the "
                             "{3} connection to rank {4} on chan {5}",
                             it->second->id, tb.id, r, what, peer, tb.chan));
@@ -199,11 +177,11 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
     for (const MscclStep &st : tb.steps) {
       if (!st.complete)
         continue;
-      std::optional<OpKind> kind = opKindOf(st.type);
+      std::optional<OpKind> kind = mscclStepOpKind(st.type);
       if (!kind) {
-        error(attrLoc(st.el, "type"),
+        error(MscclRule::Import, attrLoc(st.el, "type"),
               llvm::formatv("step type \"{0}\" {1}", st.typeName,
-                            st.type == MscclStepType::Ra
+                            st.type == MscclStepType::RecvAdd
                                 ? "(legacy recv-add) is not executable on "
                                   "the msccl-executor-nccl runtime"
                                 : "is not supported"));
@@ -217,18 +195,18 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
       MscclStepTraits tr = mscclStepTraits(st.type);
       bool bad = false;
       if (tr.readsSrc && !bufferFromName(st.srcbuf)) {
-        error(attrLoc(st.el, "srcbuf"),
+        error(MscclRule::Import, attrLoc(st.el, "srcbuf"),
               "type of buffer is not supported: " + st.srcbuf);
         bad = true;
       }
-      if ((tr.writesDst || st.type == MscclStepType::Re) &&
+      if ((tr.writesDst || st.type == MscclStepType::Reduce) &&
           !bufferFromName(st.dstbuf)) {
-        error(attrLoc(st.el, "dstbuf"),
+        error(MscclRule::Import, attrLoc(st.el, "dstbuf"),
               "type of buffer is not supported: " + st.dstbuf);
         bad = true;
       }
       if ((tr.sends && tb.send < 0) || (tr.receives && tb.recv < 0)) {
-        error(st.el->loc,
+        error(MscclRule::Import, st.el->loc,
               llvm::formatv("step {0} of tb {1} on rank {2} {3} but the block "
                             "has no {4} peer",
                             st.position, tb.id, r,
@@ -239,12 +217,12 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
       if (bad)
         continue;
       // re fusion, as the executor's parser decides it.
-      bool isRe = st.type == MscclStepType::Re;
+      bool isRe = st.type == MscclStepType::Reduce;
       int srcB = isRe ? int(*bufferFromName(st.srcbuf)) : -1;
       int dstB = isRe ? int(*bufferFromName(st.dstbuf)) : -1;
-      bool continuation = st.type == MscclStepType::Re && runDstBuf == dstB &&
-                          runDstOff == st.dstoff && runSrcBuf == srcB &&
-                          st.depid == -1;
+      bool continuation = st.type == MscclStepType::Reduce &&
+                          runDstBuf == dstB && runDstOff == st.dstoff &&
+                          runSrcBuf == srcB && st.depid == -1;
       if (!continuation) {
         for (const MscclStep *n : heldNops) {
           Op op;
@@ -260,7 +238,7 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
         heldNops.clear();
       }
       emit(st, *kind);
-      if (st.type != MscclStepType::Re) {
+      if (st.type != MscclStepType::Reduce) {
         runDstBuf = runDstOff = runSrcBuf = -1;
       } else {
         ++numReductions;
@@ -282,9 +260,10 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
   for (const PendingDep &d : pending) {
     auto it = tbById.find(d.depid);
     if (it == tbById.end()) {
-      error(d.loc, llvm::formatv("rule 6: dependency on tb {0}, which does "
-                                 "not exist on rank {1}",
-                                 d.depid, r));
+      error(MscclRule::Rule6, d.loc,
+            llvm::formatv("rule 6: dependency on tb {0}, which does "
+                          "not exist on rank {1}",
+                          d.depid, r));
       continue;
     }
     const MscclTb &target = *it->second;
@@ -299,7 +278,7 @@ void Importer::importRank(RankId r, const MscclGpu &gpu) {
       }
     }
     if (found == kNone) {
-      error(d.loc,
+      error(MscclRule::Rule6, d.loc,
             llvm::formatv("rule 6: dependency on tb {0} step {1} of rank {2} "
                           "is never released (no step at or after it "
                           "publishes with hasdep=\"1\")",
@@ -345,7 +324,7 @@ llvm::Expected<MscclImport> Importer::run() {
   }
   std::optional<Collective> c = collectiveFromName(coll);
   if (!c) {
-    error(attrLoc(ael, "coll"),
+    error(MscclRule::Import, attrLoc(ael, "coll"),
           "coll=\"" + algo.coll +
               "\" cannot be imported (the schedule IR has allreduce, "
               "allgather, reducescatter, alltoall, broadcast, reduce)");
@@ -353,12 +332,12 @@ llvm::Expected<MscclImport> Importer::run() {
   }
   s.collective = *c;
   if (algo.ngpus < 1 || algo.ngpus > 4096) {
-    error(attrLoc(ael, "ngpus"),
+    error(MscclRule::Import, attrLoc(ael, "ngpus"),
           llvm::formatv("ngpus={0} is out of range", algo.ngpus));
     return diags.takeError();
   }
   if (algo.nchunksperloop < 1) {
-    error(attrLoc(ael, "nchunksperloop"),
+    error(MscclRule::Rule10, attrLoc(ael, "nchunksperloop"),
           llvm::formatv("rule 10: nchunksperloop={0} must be at least 1",
                         algo.nchunksperloop));
     return diags.takeError();
@@ -379,14 +358,14 @@ llvm::Expected<MscclImport> Importer::run() {
     if (!g.complete)
       continue;
     if (g.id < 0 || g.id >= algo.ngpus) {
-      error(attrLoc(g.el, "id"),
+      error(MscclRule::Rule4, attrLoc(g.el, "id"),
             llvm::formatv("rule 4: <gpu id=\"{0}\"> is not a rank of "
                           "ngpus={1}",
                           g.id, algo.ngpus));
       continue;
     }
     if (byRank[g.id]) {
-      error(attrLoc(g.el, "id"),
+      error(MscclRule::Rule4, attrLoc(g.el, "id"),
             llvm::formatv("rule 4: rank {0} has more than one <gpu>", g.id));
       continue;
     }
@@ -394,7 +373,8 @@ llvm::Expected<MscclImport> Importer::run() {
   }
   for (int r = 0; r < algo.ngpus; ++r) {
     if (!byRank[r]) {
-      error(ael->loc, llvm::formatv("rule 4: rank {0} has no <gpu>", r));
+      error(MscclRule::Rule4, ael->loc,
+            llvm::formatv("rule 4: rank {0} has no <gpu>", r));
       continue;
     }
     importRank(r, *byRank[r]);
@@ -431,10 +411,13 @@ llvm::Expected<MscclImport> Importer::run() {
 
 } // namespace
 
-llvm::Expected<MscclImport> importMscclAlgo(const XmlDocument &doc,
-                                            const MscclAlgo &algo,
-                                            const MscclImportOptions &opts) {
-  return Importer(doc, algo, opts).run();
+llvm::Expected<MscclImport>
+importMscclAlgo(const XmlDocument &doc, const MscclAlgo &algo,
+                const MscclImportOptions &opts,
+                std::vector<MscclRuleTag> *errorTags) {
+  if (errorTags)
+    errorTags->clear();
+  return Importer(doc, algo, opts, errorTags).run();
 }
 
 llvm::Expected<MscclImport>

@@ -12,6 +12,7 @@
 #define TOPOCC_BACKENDS_MSCCLXMLIMPORT_H
 
 #include "backends/MscclXmlReader.h"
+#include "backends/MscclXmlRules.h"
 #include "ir/Schedule.h"
 #include "support/Diagnostics.h"
 
@@ -51,11 +52,14 @@ llvm::Expected<ir::Schedule>
 importMscclXml(llvm::StringRef text, llvm::StringRef fileName,
                const MscclImportOptions &opts = {});
 
-/// Imports an already-built view (the checker's path).
+/// Imports an already-built view (the checker's path). When `errorTags` is
+/// given, it receives the rule of each diagnostic of a failed import, in
+/// order (MscclRule::Import for what breaks no numbered rule).
 /// REQUIRES: algo.complete; `doc` is the document `algo` was built from.
-llvm::Expected<MscclImport> importMscclAlgo(const XmlDocument &doc,
-                                            const MscclAlgo &algo,
-                                            const MscclImportOptions &opts);
+llvm::Expected<MscclImport>
+importMscclAlgo(const XmlDocument &doc, const MscclAlgo &algo,
+                const MscclImportOptions &opts,
+                std::vector<MscclRuleTag> *errorTags = nullptr);
 
 } // namespace topocc::backends
 

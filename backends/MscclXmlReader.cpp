@@ -9,11 +9,12 @@
 #include "backends/MscclXmlReader.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
+#include <string_view>
 
 namespace topocc::backends {
 
@@ -398,75 +399,123 @@ llvm::Expected<XmlDocument> readMscclXmlDocument(llvm::StringRef text,
 // Step types
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+using ir::OpKind;
+
+// The IR kinds keep their values.
+#define TOPOCC_OP(Enum, Mnemonic, Code, Flags)                                 \
+  static_assert(unsigned(MscclStepType::Enum) == unsigned(OpKind::Enum));
+#include "ir/OpKinds.def"
+
+/// The executor's bounds checks of each IR kind (false for the kinds
+/// without an MSCCL code).
+struct BoundsChecks {
+  bool src = false, dst = false;
+};
+constexpr std::array<BoundsChecks, ir::kNumOpKinds> kIrChecks = [] {
+  std::array<BoundsChecks, ir::kNumOpKinds> t{};
+#define TOPOCC_OP(Enum, Mnemonic, Code, Flags)
+#define TOPOCC_MSCCL_CHECKS(Enum, CheckSrc, CheckDst)                          \
+  t[unsigned(OpKind::Enum)] = {CheckSrc != 0, CheckDst != 0};
+#include "ir/OpKinds.def"
+  return t;
+}();
+
+/// Every IR kind with an MSCCL code has a TOPOCC_MSCCL_CHECKS row, and only
+/// those.
+constexpr bool checksCoverMscclKinds() {
+  bool hasCode[] = {
+#define TOPOCC_OP(Enum, Mnemonic, Code, Flags) !std::string_view(Code).empty(),
+#include "ir/OpKinds.def"
+  };
+  unsigned rows[ir::kNumOpKinds] = {};
+#define TOPOCC_OP(Enum, Mnemonic, Code, Flags)
+#define TOPOCC_MSCCL_CHECKS(Enum, CheckSrc, CheckDst)                          \
+  ++rows[unsigned(OpKind::Enum)];
+#include "ir/OpKinds.def"
+  for (unsigned i = 0; i < ir::kNumOpKinds; ++i)
+    if (rows[i] != (hasCode[i] ? 1u : 0u))
+      return false;
+  return true;
+}
+static_assert(checksCoverMscclKinds(),
+              "ir/OpKinds.def: one TOPOCC_MSCCL_CHECKS row per MSCCL kind");
+
+/// The legacy step types, in MscclStepType order after the IR kinds.
+struct LegacyStep {
+  llvm::StringLiteral name;
+  unsigned flags;
+  BoundsChecks checks;
+};
+constexpr unsigned kNumLegacySteps = 0
+#define TOPOCC_OP(Enum, Mnemonic, Code, Flags)
+#define TOPOCC_MSCCL_LEGACY_STEP(Enum, Code, Flags, CheckSrc, CheckDst) +1
+#include "ir/OpKinds.def"
+    ;
+constexpr std::array<LegacyStep, kNumLegacySteps> kLegacySteps = [] {
+  using namespace ir; // the OF_* flags of the rows
+  return std::array<LegacyStep, kNumLegacySteps>{{
+#define TOPOCC_OP(Enum, Mnemonic, Code, Flags)
+#define TOPOCC_MSCCL_LEGACY_STEP(Enum, Code, Flags, CheckSrc, CheckDst)        \
+  {llvm::StringLiteral(Code), (Flags), {CheckSrc != 0, CheckDst != 0}},
+#include "ir/OpKinds.def"
+  }};
+}();
+static_assert(unsigned(MscclStepType::Unknown) ==
+                  ir::kNumOpKinds + kNumLegacySteps,
+              "step types and ir/OpKinds.def disagree");
+
+const LegacyStep *legacyStep(MscclStepType t) {
+  unsigned i = unsigned(t);
+  if (i < ir::kNumOpKinds || i >= ir::kNumOpKinds + kNumLegacySteps)
+    return nullptr;
+  return &kLegacySteps[i - ir::kNumOpKinds];
+}
+
+} // namespace
+
 MscclStepType mscclStepTypeFromName(llvm::StringRef s) {
-  return llvm::StringSwitch<MscclStepType>(s)
-      .Case("s", MscclStepType::S)
-      .Case("r", MscclStepType::R)
-      .Case("rcs", MscclStepType::Rcs)
-      .Case("rrs", MscclStepType::Rrs)
-      .Case("rrc", MscclStepType::Rrc)
-      .Case("rrcs", MscclStepType::Rrcs)
-      .Case("cpy", MscclStepType::Cpy)
-      .Case("re", MscclStepType::Re)
-      .Case("nop", MscclStepType::Nop)
-      .Case("ra", MscclStepType::Ra)
-      .Default(MscclStepType::Unknown);
+  if (std::optional<OpKind> k = ir::opKindFromMscclCode(s))
+    return mscclStepType(*k);
+  for (unsigned i = 0; i < kNumLegacySteps; ++i)
+    if (kLegacySteps[i].name == s)
+      return MscclStepType(ir::kNumOpKinds + i);
+  return MscclStepType::Unknown;
 }
 
 llvm::StringRef mscclStepTypeName(MscclStepType t) {
-  switch (t) {
-  case MscclStepType::S:
-    return "s";
-  case MscclStepType::R:
-    return "r";
-  case MscclStepType::Rcs:
-    return "rcs";
-  case MscclStepType::Rrs:
-    return "rrs";
-  case MscclStepType::Rrc:
-    return "rrc";
-  case MscclStepType::Rrcs:
-    return "rrcs";
-  case MscclStepType::Cpy:
-    return "cpy";
-  case MscclStepType::Re:
-    return "re";
-  case MscclStepType::Nop:
-    return "nop";
-  case MscclStepType::Ra:
-    return "ra";
-  case MscclStepType::Unknown:
-    return "?";
-  }
+  if (std::optional<OpKind> k = mscclStepOpKind(t))
+    return ir::mscclCode(*k);
+  if (const LegacyStep *l = legacyStep(t))
+    return l->name;
   return "?";
 }
 
+MscclStepType mscclStepType(OpKind k) { return MscclStepType(unsigned(k)); }
+
+std::optional<OpKind> mscclStepOpKind(MscclStepType t) {
+  if (unsigned(t) < ir::kNumOpKinds)
+    return OpKind(unsigned(t));
+  return std::nullopt;
+}
+
 MscclStepTraits mscclStepTraits(MscclStepType t) {
-  //                        sends  recvs  rdSrc  wrDst  chkSrc chkDst
-  switch (t) {
-  case MscclStepType::S:
-    return {true, false, true, false, true, false};
-  case MscclStepType::R:
-    return {false, true, false, true, false, true};
-  case MscclStepType::Rcs:
-    return {true, true, false, true, false, true};
-  case MscclStepType::Rrs:
-    return {true, true, true, false, true, false};
-  case MscclStepType::Rrc:
-    return {false, true, true, true, false, false};
-  case MscclStepType::Rrcs:
-    return {true, true, true, true, true, true};
-  case MscclStepType::Cpy:
-    return {false, false, true, true, true, true};
-  case MscclStepType::Re:
-    return {false, false, true, true, true, true};
-  case MscclStepType::Ra: // legacy: recv-add, like rrc (not executable)
-    return {false, true, true, true, false, false};
-  case MscclStepType::Nop:
-  case MscclStepType::Unknown:
-    return {false, false, false, false, false, false};
+  unsigned flags = 0;
+  BoundsChecks checks;
+  if (std::optional<OpKind> k = mscclStepOpKind(t)) {
+    flags = ir::opFlags(*k);
+    checks = kIrChecks[unsigned(*k)];
+  } else if (const LegacyStep *l = legacyStep(t)) {
+    flags = l->flags;
+    checks = l->checks;
   }
-  return {false, false, false, false, false, false};
+  return {(flags & ir::OF_SN) != 0,
+          (flags & ir::OF_RV) != 0,
+          (flags & ir::OF_RS) != 0,
+          (flags & ir::OF_WD) != 0,
+          checks.src,
+          checks.dst};
 }
 
 //===----------------------------------------------------------------------===//
@@ -475,10 +524,23 @@ MscclStepTraits mscclStepTraits(MscclStepType t) {
 
 namespace {
 
+/// The <algo> attributes the executor's directory scan reads (the others
+/// are read when a communicator loads the file).
+bool scanReads(const XmlElement &el, llvm::StringRef key) {
+  if (el.name != "algo")
+    return false;
+  for (llvm::StringRef k : {"nchunksperloop", "nchannels", "ngpus", "coll",
+                            "minBytes", "maxBytes", "inplace", "outofplace"})
+    if (k == key)
+      return true;
+  return false;
+}
+
 class ViewBuilder {
 public:
-  ViewBuilder(const XmlDocument &doc, DiagnosticList &diags)
-      : doc(doc), diags(diags) {}
+  ViewBuilder(const XmlDocument &doc, DiagnosticList &diags,
+              std::vector<MscclRuleTag> *tags)
+      : doc(doc), diags(diags), tags(tags) {}
 
   /// Looks up a mandatory attribute; reports it when missing.
   const XmlAttr *need(const XmlElement &el, llvm::StringRef key, bool &ok) {
@@ -489,6 +551,11 @@ public:
                                        "Attribute {0} of node {1} not found",
                                        key, el.name)
                              .str()));
+      if (tags)
+        tags->push_back({MscclRule::Attribute,
+                         scanReads(el, key)
+                             ? std::optional(MscclConsequence::RejectedAtScan)
+                             : std::nullopt});
       ok = false;
     }
     return a;
@@ -505,13 +572,15 @@ public:
 
   const XmlDocument &doc;
   DiagnosticList &diags;
+  std::vector<MscclRuleTag> *tags;
 };
 
 } // namespace
 
 std::optional<MscclAlgo> buildMscclView(const XmlDocument &doc,
                                         DiagnosticList &diags,
-                                        const MscclViewOptions &opts) {
+                                        const MscclViewOptions &opts,
+                                        std::vector<MscclRuleTag> *tags) {
   const XmlElement *algoEl = nullptr;
   for (unsigned r : doc.roots)
     if (doc.elements[r].name == "algo") {
@@ -521,9 +590,11 @@ std::optional<MscclAlgo> buildMscclView(const XmlDocument &doc,
   if (!algoEl) {
     diags.add(doc.diag(Severity::Error, doc.locAt(0),
                        "structure (2.2): the file has no <algo> element"));
+    if (tags)
+      tags->push_back({MscclRule::Structure, std::nullopt});
     return std::nullopt;
   }
-  ViewBuilder vb(doc, diags);
+  ViewBuilder vb(doc, diags, tags);
   MscclAlgo algo;
   algo.el = algoEl;
   bool ok = true;

@@ -1,7 +1,7 @@
 //===- backends/MscclXmlReader.h - MSCCL XML reader ------------*- C++ -*-===//
 //
 // Reads MSCCL algorithm XML the way the msccl-executor-nccl hand-written
-// parser does (docs MSCCL_XML.md 2.1) into a small DOM that keeps the line and
+// parser does (docs/MscclXmlFormat.md 2.1) into a small DOM that keeps the line and
 // column of every element and attribute, then gives a typed view of the
 // <algo>/<gpu>/<tb>/<step> tree. Stage: back end (import and verification).
 // Lexical errors are reported with the executor's message text.
@@ -10,6 +10,8 @@
 #ifndef TOPOCC_BACKENDS_MSCCLXMLREADER_H
 #define TOPOCC_BACKENDS_MSCCLXMLREADER_H
 
+#include "backends/MscclXmlRules.h"
+#include "ir/Schedule.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -111,23 +113,29 @@ std::string escapeChar(char c);
 // Typed view of the algorithm tree.
 //===----------------------------------------------------------------------===//
 
+/// The type of a <step>, from ir/OpKinds.def: first every IR op kind, with
+/// the value of its ir::OpKind (kinds without an MSCCL code, such as
+/// lincomb, are step types no file names), then the legacy step types of
+/// that file (TOPOCC_MSCCL_LEGACY_STEP), then Unknown (any other name).
 enum class MscclStepType : uint8_t {
-  S,
-  R,
-  Rcs,
-  Rrs,
-  Rrc,
-  Rrcs,
-  Cpy,
-  Re,
-  Nop,
-  Ra,
+#define TOPOCC_OP(Enum, Mnemonic, MscclCode, Flags) Enum,
+#define TOPOCC_MSCCL_LEGACY_STEP(Enum, Code, Flags, CheckSrc, CheckDst) Enum,
+#include "ir/OpKinds.def"
   Unknown
 };
+/// The step type named `s` ("s", "rrcs", "ra", ...); Unknown for any other.
 MscclStepType mscclStepTypeFromName(llvm::StringRef s);
+/// The MSCCL name of `t`; "" for an op kind MSCCL cannot express, "?" for
+/// Unknown.
 llvm::StringRef mscclStepTypeName(MscclStepType t);
+/// The step type of an IR op kind.
+MscclStepType mscclStepType(ir::OpKind k);
+/// The IR op kind of `t`; none for legacy step types and Unknown (which the
+/// executor does not run).
+std::optional<ir::OpKind> mscclStepOpKind(MscclStepType t);
 
-/// What the executor does with a step type (MSCCL_XML.md 2.8).
+/// What the executor does with a step type (docs/MscclXmlFormat.md 2.8): the effect
+/// flags of ir/OpKinds.def and the executor's bounds checks.
 struct MscclStepTraits {
   bool sends, receives;
   bool readsSrc, writesDst; ///< semantic use of the operands
@@ -169,7 +177,7 @@ struct MscclAlgo {
 };
 
 struct MscclViewOptions {
-  /// Accept the legacy microsoft/msccl dialect (MSCCL_XML.md section 3):
+  /// Accept the legacy microsoft/msccl dialect (docs/MscclXmlFormat.md 3):
   /// outofplace, minBytes, maxBytes optional.
   bool legacy = false;
 };
@@ -177,11 +185,15 @@ struct MscclViewOptions {
 /// Builds the typed view with the executor's attribute lookup and integer
 /// conversion. Missing mandatory attributes are reported into `diags` as
 /// "Attribute X of node Y not found" (the executor's message); the element
-/// is then marked incomplete. Does not check values.
+/// is then marked incomplete. Does not check values. When `tags` is given,
+/// it receives the rule of each diagnostic added to `diags`, in order:
+/// MscclRule::Attribute (rejected at the scan for the <algo> attributes the
+/// scan reads), or MscclRule::Structure when there is no <algo>.
 /// REQUIRES: `doc` outlives the view (elements are referenced).
-std::optional<MscclAlgo> buildMscclView(const XmlDocument &doc,
-                                        DiagnosticList &diags,
-                                        const MscclViewOptions &opts = {});
+std::optional<MscclAlgo>
+buildMscclView(const XmlDocument &doc, DiagnosticList &diags,
+               const MscclViewOptions &opts = {},
+               std::vector<MscclRuleTag> *tags = nullptr);
 
 } // namespace topocc::backends
 

@@ -1,8 +1,9 @@
 //===- backends/NcclGraphXml.h - NCCL_GRAPH_FILE writer ---------*- C++ -*-===//
 //
-// Writes ring orders as an NCCL_GRAPH_FILE for stock NCCL (MSCCL_XML.md
-// section 5): <graphs version="1">, a ring graph (id 0, pattern 4) and a
-// tree graph (id 1, pattern 3) with equal channel counts, per channel the
+// Writes ring orders as an NCCL_GRAPH_FILE for stock NCCL
+// (docs/Algorithms-rings.md, "4. NCCL graph output"): <graphs version="1">,
+// a ring graph (id 0, pattern 4) and a tree graph (id 1, pattern 3) with
+// equal channel counts, per channel the
 // node's local GPUs in order (hex `dev`, no `rank`) with <net dev> where the
 // channel enters and leaves the node. Stage: backend, after ring search.
 // Pure printer: speeds come from the caller's cost model.

@@ -9,11 +9,11 @@
 
 #include "backends/PlanJson.h"
 
-#include "compiler/topology/Topology.h"
 #include "ir/Printer.h"
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
+#include "support/Fnv1a.h"
 #include "support/JsonSpans.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -32,62 +32,6 @@ namespace topocc::backends {
 namespace json = llvm::json;
 
 //===-- hashes ------------------------------------------------------------===//
-
-namespace {
-
-class Fnv1a {
-public:
-  void bytes(llvm::StringRef s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 0x100000001b3ULL;
-    }
-  }
-  /// Length-prefixed, so field boundaries cannot shift.
-  void str(llvm::StringRef s) {
-    num(static_cast<int64_t>(s.size()));
-    bytes(s);
-  }
-  void num(int64_t v) { bytes(llvm::formatv("{0};", v).str()); }
-  /// Doubles through a round-trip exact text form.
-  void real(double v) { bytes(llvm::formatv("{0:e16};", v).str()); }
-  uint64_t value() const { return h; }
-
-private:
-  uint64_t h = 0xcbf29ce484222325ULL;
-};
-
-} // namespace
-
-uint64_t topologyHash(const topo::Topology &t) {
-  Fnv1a h;
-  h.str("topocc-topology-hash-v1");
-  h.num(static_cast<int64_t>(t.devices().size()));
-  for (const topo::Device &d : t.devices()) {
-    h.str(d.name);
-    h.str(topo::deviceKindName(d.kind));
-    h.str(topo::switchKindName(d.switchKind));
-    h.str(d.model);
-    h.num(d.nodeIndex);
-    h.num(d.rank);
-  }
-  h.num(static_cast<int64_t>(t.links().size()));
-  for (const topo::Link &l : t.links()) {
-    h.num(l.from);
-    h.num(l.to);
-    h.str(topo::linkTypeName(l.type));
-    h.real(l.bandwidth[0]);
-    h.real(l.bandwidth[1]);
-    h.real(l.latency);
-    h.num(l.count);
-    h.num(l.duplex == topo::Duplex::Full ? 0 : 1);
-    h.real(l.efficiency);
-  }
-  h.num(t.numRanks());
-  for (int r = 0; r < t.numRanks(); ++r)
-    h.num(t.rankDevice(r));
-  return h.value();
-}
 
 uint64_t planContentHash(const ir::Schedule &s) {
   Fnv1a h;

@@ -18,10 +18,6 @@
 #include <cstdint>
 #include <string>
 
-namespace topocc::topo {
-class Topology;
-}
-
 namespace topocc::backends {
 
 /// The plan format version this code writes and reads.
@@ -53,16 +49,13 @@ llvm::Error verifyPlanSchedule(const ir::Schedule &s, double errorBound);
 
 /// A loaded plan: the (re-verified) schedule, its metadata and the hash of
 /// its schedule content (planContentHash), which ranks compare at run time.
+/// Plain data: concurrent const access is safe (runtime::Plan shares one
+/// between rank threads).
 struct LoadedPlan {
   ir::Schedule schedule;
   PlanMeta meta;
   uint64_t contentHash = 0;
 };
-
-/// A stable 64-bit FNV-1a hash of the topology's content (devices, links
-/// with bandwidths, latencies and counts, rank order); independent of the
-/// file name, comments and formatting.
-uint64_t topologyHash(const topo::Topology &t);
 
 /// A stable 64-bit FNV-1a hash of the schedule's canonical textual IR.
 uint64_t planContentHash(const ir::Schedule &s);

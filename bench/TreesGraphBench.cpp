@@ -1,7 +1,8 @@
 //===- bench/TreesGraphBench.cpp - ForestColl stages on pure GPU meshes ---===//
 //
-// The FORESTCOLL.md 8.1 fixtures that topocc/v1 cannot describe (1x MI250
-// and DGX-1 are pure GPU meshes: GPUs do not forward, so GPU pairs without a
+// The reference fixtures (docs/Algorithms-trees.md, "Reference fixtures")
+// that topocc/v1 cannot describe (1x MI250 and DGX-1 are pure GPU meshes:
+// GPUs do not forward, so GPU pairs without a
 // direct link have no route): the same graphs as the unit tests
 // (tests/support/BoundGraphs.h), through the same stages as `topocc trees`
 // (bound, units, switch splitting, tree packing; allgather), timed in

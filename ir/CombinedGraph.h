@@ -47,7 +47,8 @@ std::vector<uint32_t> findCycle(const CombinedGraph &g,
 /// deps and messages: one ring channel, or one tree's piece.
 std::vector<std::vector<size_t>> subSchedules(const Schedule &s);
 
-/// A buffer slot after in-place aliasing is resolved (MSCCL_XML.md 2.6).
+/// A buffer slot after in-place aliasing is resolved
+/// (docs/MscclXmlFormat.md 2.6).
 struct CanonicalSlot {
   BufferKind buffer;
   int64_t chunk;

@@ -157,6 +157,33 @@ MsgId Schedule::numMessages() const {
   return maxId + 1;
 }
 
+void setCollectiveBuffers(RankProgram &rp, Collective c, int32_t full,
+                          int32_t local, bool inplace) {
+  switch (c) {
+  case Collective::AllReduce:
+    rp.inputChunks = full;
+    rp.outputChunks = inplace ? 0 : full;
+    break;
+  case Collective::AllGather:
+    rp.inputChunks = inplace ? 0 : local;
+    rp.outputChunks = full;
+    break;
+  default:
+    rp.inputChunks = full;
+    rp.outputChunks = inplace ? 0 : local;
+    break;
+  }
+}
+
+int32_t scratchExtent(const RankProgram &rp) {
+  int32_t end = 0;
+  for (const Op &op : rp.ops)
+    for (const BufferRef *b : {&op.src, &op.dst})
+      if (b->isUsed() && b->buffer == BufferKind::Scratch)
+        end = std::max(end, b->chunk + b->count);
+  return end;
+}
+
 int32_t Schedule::nominalInputChunks() const {
   if (collective == Collective::AllGather)
     return numRanks > 0 ? chunksPerLoop / numRanks : 0;

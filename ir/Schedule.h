@@ -149,6 +149,19 @@ struct RankProgram {
   int32_t scratchChunks = 0;
 };
 
+/// Sets `rp`'s input and output sizes for collective `c` when the whole
+/// buffer is `full` chunks and a rank's own share `local` (the all-gather
+/// input, the reduce-scatter output): an in-place rank addresses its
+/// output only through the input (all-reduce, reduce-scatter) or its input
+/// through the output (all-gather), so that buffer is 0.
+void setCollectiveBuffers(RankProgram &rp, Collective c, int32_t full,
+                          int32_t local, bool inplace);
+/// One past the highest scratch chunk `rp`'s ops address (0: none).
+int32_t scratchExtent(const RankProgram &rp);
+
+/// A whole schedule: plain data. Concurrent const access is safe (the rank
+/// threads of runtime::Plan::run read one shared schedule); a write needs
+/// exclusive access.
 struct Schedule {
   std::string name;
   Collective collective = Collective::AllReduce;
@@ -168,7 +181,7 @@ struct Schedule {
 
   /// One past the largest message id in use.
   MsgId numMessages() const;
-  /// Nominal buffer sizes of this collective (MSCCL_XML.md section 2.7).
+  /// Nominal buffer sizes of this collective (docs/MscclXmlFormat.md 2.7).
   int32_t nominalInputChunks() const;
   int32_t nominalOutputChunks() const;
 };

@@ -166,17 +166,15 @@ void axpby(void *dst, double a, const void *x, double b, const void *y,
              static_cast<const float *>(y), n);
     return;
   case DType::F16:
-    axpby16<halfToFloat, floatToHalf>(
-        static_cast<uint16_t *>(dst), float(a),
-        static_cast<const uint16_t *>(x), float(b),
-        static_cast<const uint16_t *>(y), n);
+  case DType::BF16: {
+    // The 16-bit types differ only in their conversions.
+    auto *kernel = t == DType::F16 ? axpby16<halfToFloat, floatToHalf>
+                                   : axpby16<bf16ToFloat, floatToBf16>;
+    kernel(static_cast<uint16_t *>(dst), float(a),
+           static_cast<const uint16_t *>(x), float(b),
+           static_cast<const uint16_t *>(y), n);
     return;
-  case DType::BF16:
-    axpby16<bf16ToFloat, floatToBf16>(
-        static_cast<uint16_t *>(dst), float(a),
-        static_cast<const uint16_t *>(x), float(b),
-        static_cast<const uint16_t *>(y), n);
-    return;
+  }
   }
 }
 

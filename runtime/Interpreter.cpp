@@ -16,137 +16,25 @@
 // get the plan round by round (planRounds): per round, the ops of that round
 // run, then one group holds the round's receives and sends, each peer's in
 // message-id order, so every rank issues matching groups in the same order
-// (MSCCL_XML.md section 7).
+// (docs/Runtime.md, "Stock NCCL point-to-point rules").
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Interpreter.h"
+#include "runtime/PlanAnalysis.h"
 
-#include "ir/CombinedGraph.h"
-#include "ir/Printer.h"
-#include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 
-#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <map>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 namespace topocc::runtime {
-
-Transport::~Transport() = default;
-
-llvm::Expected<void *> Transport::workspace(int slot, size_t bytes) {
-  return makeInternalError(
-      "a host transport has no device workspace (deviceMemory() is false)");
-}
-
-llvm::Error Transport::axpby(void *dst, double a, const void *x, double b,
-                             const void *y, size_t n, DType t) {
-  runtime::axpby(dst, a, x, b, y, n, t);
-  return llvm::Error::success();
-}
-
-llvm::Error Transport::scaleCopy(void *dst, double a, const void *x, size_t n,
-                                 DType t) {
-  runtime::scaleCopy(dst, a, x, n, t);
-  return llvm::Error::success();
-}
-
-llvm::Error Transport::linComb(void *dst, llvm::ArrayRef<double> coeffs,
-                               llvm::ArrayRef<const void *> srcs, size_t n,
-                               DType t) {
-  // One fused pass (runtime/DType.h), no temporary unless a source
-  // partially overlaps dst.
-  runtime::linComb(dst, coeffs, srcs, n, t);
-  return llvm::Error::success();
-}
-
-llvm::Error Transport::zero(void *dst, size_t bytes) {
-  std::memset(dst, 0, bytes);
-  return llvm::Error::success();
-}
-
-std::vector<std::vector<int32_t>> planRounds(const ir::Schedule &s) {
-  // Nodes are (rank, op), flattened; edges carry weight 0 or 1.
-  std::vector<size_t> first(s.numRanks + 1, 0);
-  for (ir::RankId r = 0; r < s.numRanks; ++r)
-    first[r + 1] = first[r] + s.ranks[r].ops.size();
-  size_t total = first[s.numRanks];
-  std::vector<std::vector<std::pair<size_t, int32_t>>> out(total);
-  std::vector<int32_t> indeg(total, 0);
-  auto edge = [&](size_t from, size_t to, int32_t w) {
-    out[from].push_back({to, w});
-    ++indeg[to];
-  };
-  for (ir::RankId r = 0; r < s.numRanks; ++r) {
-    const ir::RankProgram &rp = s.ranks[r];
-    std::map<ir::TbId, ir::OpId> lastOfTb;
-    for (size_t i = 0; i < rp.ops.size(); ++i) {
-      const ir::Op &op = rp.ops[i];
-      std::vector<ir::OpId> preds = op.deps;
-      if (op.threadblock != ir::kNone) {
-        auto it = lastOfTb.find(op.threadblock);
-        if (it != lastOfTb.end())
-          preds.push_back(it->second);
-        lastOfTb[op.threadblock] = static_cast<ir::OpId>(i);
-      }
-      llvm::sort(preds);
-      preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-      for (ir::OpId p : preds)
-        edge(first[r] + p, first[r] + i, ir::sends(rp.ops[p].kind) ? 1 : 0);
-    }
-  }
-  for (const ir::MsgEnds &e : ir::indexMessages(s))
-    if (e.sender != ir::kNone && e.receiver != ir::kNone)
-      edge(first[e.sender] + e.sendOp, first[e.receiver] + e.recvOp, 1);
-  std::vector<int32_t> level(total, 0);
-  std::vector<size_t> queue;
-  for (size_t v = 0; v < total; ++v)
-    if (indeg[v] == 0)
-      queue.push_back(v);
-  for (size_t q = 0; q < queue.size(); ++q)
-    for (auto [to, w] : out[queue[q]]) {
-      level[to] = std::max(level[to], level[queue[q]] + w);
-      if (--indeg[to] == 0)
-        queue.push_back(to);
-    }
-  std::vector<std::vector<int32_t>> rounds(s.numRanks);
-  for (ir::RankId r = 0; r < s.numRanks; ++r)
-    rounds[r].assign(level.begin() + first[r], level.begin() + first[r + 1]);
-  return rounds;
-}
-
-llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count) {
-  BufferLayout l;
-  l.count = count;
-  switch (s.collective) {
-  case ir::Collective::AllGather:
-    l.outputBlocks = s.numRanks;
-    break;
-  case ir::Collective::ReduceScatter:
-    l.inputBlocks = s.numRanks;
-    break;
-  case ir::Collective::AllToAll:
-    l.inputBlocks = l.outputBlocks = s.numRanks;
-    break;
-  default:
-    break;
-  }
-  int32_t blocks = std::max(l.inputBlocks, l.outputBlocks);
-  if (blocks <= 0 || s.chunksPerLoop <= 0 || s.chunksPerLoop % blocks != 0)
-    return makeUserError(llvm::formatv(
-        "plan '{0}': a {1} over {2} ranks needs chunksPerLoop to be a "
-        "multiple of {2}, got {3}",
-        s.name, ir::collectiveName(s.collective), blocks, s.chunksPerLoop));
-  l.chunksPerBlock = s.chunksPerLoop / blocks;
-  return l;
-}
 
 namespace {
 llvm::ArrayRef<std::vector<ir::OpId>> dataPredsOf(
@@ -157,123 +45,47 @@ llvm::ArrayRef<std::vector<ir::OpId>> dataPredsOf(
     return {};
   return (*all)[size_t(rank)];
 }
-} // namespace
 
-void Plan::buildDataflow() {
-  const ir::Schedule &s = plan.schedule;
-  ir::CombinedGraph g = ir::buildCombinedGraph(s);
-  std::vector<uint32_t> order;
-  if (!ir::topologicalOrder(g, order))
-    return; // cannot happen for a verified plan; keep threadblock order
-  auto preds = std::make_shared<std::vector<std::vector<std::vector<ir::OpId>>>>(
-      size_t(s.numRanks));
-  struct SlotState {
-    std::optional<ir::OpId> writer;
-    std::vector<ir::OpId> readers; ///< since the writer
-  };
-  std::vector<llvm::DenseMap<uint64_t, SlotState>> slots(size_t(s.numRanks));
-  for (ir::RankId r = 0; r < s.numRanks; ++r)
-    (*preds)[size_t(r)].resize(s.ranks[r].ops.size());
-  for (uint32_t node : order) {
-    ir::RankId r = g.rankOf(node);
-    ir::OpId id = g.opOf(node);
-    const ir::Op &op = s.ranks[r].ops[size_t(id)];
-    std::vector<ir::OpId> &mine = (*preds)[size_t(r)][size_t(id)];
-    mine = op.deps;
-    auto forSlots = [&](const ir::BufferRef &ref, auto &&fn) {
-      for (int64_t c = ref.chunk; c < int64_t(ref.chunk) + ref.count; ++c)
-        fn(slots[size_t(r)][ir::slotKey(r, ir::canonicalSlot(s, r, ref.buffer,
-                                                              c))]);
-    };
-    auto read = [&](const ir::BufferRef &ref) {
-      forSlots(ref, [&](SlotState &st) {
-        if (st.writer && *st.writer != id)
-          mine.push_back(*st.writer);
-        st.readers.push_back(id);
-      });
-    };
-    unsigned f = ir::opFlags(op.kind);
-    if (f & ir::OF_RS)
-      read(op.src);
-    if (f & ir::OF_LC)
-      for (const ir::LinTerm &term : op.terms)
-        read(term.src);
-    if (f & ir::OF_RD)
-      read(op.dst);
-    if (f & ir::OF_WD)
-      forSlots(op.dst, [&](SlotState &st) {
-        if (st.writer && *st.writer != id)
-          mine.push_back(*st.writer);
-        for (ir::OpId rd : st.readers)
-          if (rd != id)
-            mine.push_back(rd);
-        st.writer = id;
-        st.readers.clear();
-      });
-    llvm::sort(mine);
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-  }
-  dataPreds = std::move(preds);
+/// The plan name a header carries.
+llvm::StringRef planNameOf(const RunHeader &h) {
+  return llvm::StringRef(h.planName, strnlen(h.planName, sizeof(h.planName)));
 }
-
-llvm::Expected<Plan> Plan::load(llvm::StringRef path) {
-  auto loaded = backends::loadPlanFile(path);
-  if (!loaded)
-    return loaded.takeError();
-  Plan p;
-  p.plan = std::move(*loaded);
-  p.buildDataflow();
-  return p;
-}
-
-llvm::Expected<Plan> Plan::fromSchedule(ir::Schedule s,
-                                        backends::PlanMeta meta) {
-  if (auto err = backends::verifyPlanSchedule(s, meta.errorBound))
-    return err;
-  Plan p;
-  p.plan.contentHash = backends::planContentHash(s);
-  p.plan.schedule = std::move(s);
-  p.plan.meta = std::move(meta);
-  p.buildDataflow();
-  return p;
-}
-
-namespace {
 
 std::string describe(const RunHeader &h) {
   return llvm::formatv("plan '{0}' {1} for {2} ranks ({3}), count {4}, {5}",
-                       llvm::StringRef(h.planName,
-                                       strnlen(h.planName, sizeof(h.planName))),
-                       backends::formatHash(h.planHash), h.planRanks,
-                       h.inplace ? "in-place" : "out-of-place", h.count,
-                       dtypeName(static_cast<DType>(h.dtype)))
+                       planNameOf(h), backends::formatHash(h.planHash),
+                       h.planRanks, h.inplace ? "in-place" : "out-of-place",
+                       h.count, dtypeName(static_cast<DType>(h.dtype)))
       .str();
+}
+
+/// The fields in which `h` differs from `ref` (rank aside).
+std::vector<std::string> differences(const RunHeader &h, const RunHeader &ref) {
+  std::vector<std::string> diff;
+  if (h.planHash != ref.planHash)
+    diff.push_back("plan");
+  if (h.count != ref.count)
+    diff.push_back("count");
+  if (h.dtype != ref.dtype)
+    diff.push_back("dtype");
+  if (h.planRanks != ref.planRanks)
+    diff.push_back("ranks");
+  if (h.inplace != ref.inplace)
+    diff.push_back("in-place");
+  return diff;
 }
 
 /// The same message on every rank (each rank sees every header).
 llvm::Error checkHeaders(llvm::ArrayRef<RunHeader> all, int worldSize) {
-  bool same = true;
-  for (const RunHeader &h : all)
-    same &= h.planHash == all[0].planHash && h.count == all[0].count &&
-            h.planRanks == all[0].planRanks && h.dtype == all[0].dtype &&
-            h.inplace == all[0].inplace;
+  bool same = llvm::all_of(
+      all, [&](const RunHeader &h) { return differences(h, all[0]).empty(); });
   if (!same) {
     std::string msg = "ranks disagree on the plan or the count (every rank "
                       "must load the same plan and pass the same count and "
                       "dtype):";
     for (size_t r = 0; r < all.size(); ++r) {
       const RunHeader &h = all[r];
-      std::vector<std::string> diff;
-      if (h.planHash != all[0].planHash)
-        diff.push_back("plan");
-      if (h.count != all[0].count)
-        diff.push_back("count");
-      if (h.dtype != all[0].dtype)
-        diff.push_back("dtype");
-      if (h.planRanks != all[0].planRanks)
-        diff.push_back("ranks");
-      if (h.inplace != all[0].inplace)
-        diff.push_back("in-place");
+      std::vector<std::string> diff = differences(h, all[0]);
       msg += llvm::formatv("\n  rank {0}: {1}", r, describe(h)).str();
       if (!diff.empty())
         msg += "  <- differs from rank 0 in " + llvm::join(diff, ", ");
@@ -281,11 +93,9 @@ llvm::Error checkHeaders(llvm::ArrayRef<RunHeader> all, int worldSize) {
     return makeUserError(msg);
   }
   if (all[0].planRanks != worldSize)
-    return makeUserError(llvm::formatv(
-        "plan '{0}' is for {1} ranks but the job has {2}",
-        llvm::StringRef(all[0].planName,
-                        strnlen(all[0].planName, sizeof(all[0].planName))),
-        all[0].planRanks, worldSize));
+    return makeUserError(
+        llvm::formatv("plan '{0}' is for {1} ranks but the job has {2}",
+                      planNameOf(all[0]), all[0].planRanks, worldSize));
   return llvm::Error::success();
 }
 
@@ -325,6 +135,18 @@ char *cached(std::vector<char> &cache, size_t bytes) {
   if (cache.size() < bytes)
     cache.resize(bytes);
   return cache.data();
+}
+
+/// At least `bytes` of memory for one of a run's own buffers: workspace
+/// `slot` of a device transport (Transport::workspace), else `cache`.
+llvm::Expected<char *> runMemory(Transport &tr, int slot,
+                                 std::vector<char> &cache, size_t bytes) {
+  if (!tr.deviceMemory())
+    return cached(cache, bytes);
+  auto w = tr.workspace(slot, bytes);
+  if (!w)
+    return w.takeError();
+  return static_cast<char *>(*w);
 }
 
 class RankRun {
@@ -586,30 +408,19 @@ void RankRun::buildGraph(bool relax) {
   size_t nOps = prog.ops.size();
   predsLeft.assign(nOps, 0);
   succs.assign(nOps, {});
-  // Strict: an op waits for its deps and the previous op of its
-  // threadblock (MSCCL's program order). Relaxed: Plan::dataPreds.
-  std::map<ir::TbId, ir::OpId> lastOfTb;
-  std::vector<ir::OpId> preds;
-  for (size_t i = 0; i < nOps; ++i) {
-    const ir::Op &op = prog.ops[i];
-    auto id = static_cast<ir::OpId>(i);
-    if (relax) {
-      preds = dataPreds[i];
-    } else {
-      preds = op.deps;
-      if (op.threadblock != ir::kNone) {
-        auto it = lastOfTb.find(op.threadblock);
-        if (it != lastOfTb.end())
-          preds.push_back(it->second);
-        lastOfTb[op.threadblock] = id;
-      }
-      llvm::sort(preds);
-      preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    }
-    predsLeft[i] = static_cast<int32_t>(preds.size());
+  auto waitFor = [&](ir::OpId id, llvm::ArrayRef<ir::OpId> preds) {
+    predsLeft[size_t(id)] = static_cast<int32_t>(preds.size());
     for (ir::OpId p : preds)
       succs[p].push_back(id);
+  };
+  // Strict: an op waits for its deps and the previous op of its
+  // threadblock (MSCCL's program order). Relaxed: Plan::dataPreds.
+  if (!relax) {
+    forEachProgramOrderPreds(prog, waitFor);
+    return;
   }
+  for (size_t i = 0; i < nOps; ++i)
+    waitFor(static_cast<ir::OpId>(i), dataPreds[i]);
 }
 
 llvm::Error RankRun::execute(ir::OpId id, std::optional<RequestId> &sendReq) {
@@ -710,18 +521,12 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf, bool byRounds) {
   base[static_cast<int>(ir::BufferKind::Output)] = static_cast<char *>(recvbuf);
   size_t scratchBytes =
       offset(rank, ir::BufferKind::Scratch, prog.scratchChunks) * esz;
-  bool dev = tr.deviceMemory();
-  if (dev) {
-    auto w = tr.workspace(1, scratchBytes);
-    if (!w)
-      return w.takeError();
-    base[static_cast<int>(ir::BufferKind::Scratch)] = static_cast<char *>(*w);
-  } else {
-    // Like the device workspace, not cleared between runs: a verified plan
-    // writes a scratch chunk before it reads it.
-    base[static_cast<int>(ir::BufferKind::Scratch)] =
-        cached(scratchCache, scratchBytes);
-  }
+  // Neither the host cache nor the device workspace is cleared between
+  // runs: a verified plan writes a scratch chunk before it reads it.
+  auto scratch = runMemory(tr, 1, scratchCache, scratchBytes);
+  if (!scratch)
+    return scratch.takeError();
+  base[static_cast<int>(ir::BufferKind::Scratch)] = *scratch;
 
   // Staging slices for every receiving op, then post every receive.
   stagingOffset.assign(nOps, 0);
@@ -732,14 +537,10 @@ llvm::Error RankRun::run(const void *sendbuf, void *recvbuf, bool byRounds) {
       // Keep slices 64-byte aligned for the vector kernels.
       total += (elems(wireRef(prog.ops[i])) * esz + 63) / 64 * 64;
     }
-  if (dev) {
-    auto w = tr.workspace(0, total);
-    if (!w)
-      return w.takeError();
-    staging = static_cast<char *>(*w);
-  } else {
-    staging = cached(stagingCache, total);
-  }
+  auto stagingMemory = runMemory(tr, 0, stagingCache, total);
+  if (!stagingMemory)
+    return stagingMemory.takeError();
+  staging = *stagingMemory;
   // Host transports in dataflow mode order a threadblock's ops only where
   // they touch the same memory; rounds and device streams keep its order.
   buildGraph(/*relax=*/!byRounds && !tr.deviceMemory() && !dataPreds.empty());
@@ -1059,22 +860,17 @@ llvm::Error Plan::runPadded(const void *sendbuf, void *recvbuf, size_t count,
   size_t inBytes = inBlocks * padded * esz, outBytes = outBlocks * padded * esz;
   if (s.inplace)
     inBytes = 0, outBytes = std::max(inBlocks, outBlocks) * padded * esz;
-  char *pin = nullptr, *pout = nullptr;
-  if (tr.deviceMemory()) {
-    if (inBytes) {
-      auto w = tr.workspace(3, inBytes);
-      if (!w)
-        return w.takeError();
-      pin = static_cast<char *>(*w);
-    }
-    auto w = tr.workspace(4, outBytes);
+  char *pin = nullptr; // stays null in place (unused)
+  if (inBytes) {
+    auto w = runMemory(tr, 3, paddedInCache, inBytes);
     if (!w)
       return w.takeError();
-    pout = static_cast<char *>(*w);
-  } else {
-    pin = cached(paddedInCache, inBytes);
-    pout = cached(paddedOutCache, outBytes);
+    pin = *w;
   }
+  auto w = runMemory(tr, 4, paddedOutCache, outBytes);
+  if (!w)
+    return w.takeError();
+  char *pout = *w;
   // Only the padding of the input blocks must be zero (the copies below
   // fill the rest; a plan writes its output before reading it, as it must
   // for a caller's uninitialised recvbuf): in place every block of the one

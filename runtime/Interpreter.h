@@ -7,7 +7,20 @@
 // earlier conflicting memory accesses, Plan::dataflowPreds; otherwise deps
 // and the previous op of their threadblock), sends are nonblocking, and the
 // run blocks only when nothing is runnable. Chunks are "balanced": see
-// chunkOffset and docs/Runtime.md.
+// chunkOffset and docs/Runtime.md. Plan::load and fromSchedule are in
+// PlanLoad.cpp, planRounds, layoutFor and the dataflow order in
+// PlanAnalysis.cpp, the rank executor (Plan::run) in Interpreter.cpp.
+//
+// Thread safety: the free functions here are pure. A Plan does not change
+// once made: its const members, run included, may be called concurrently
+// from any number of threads on one shared Plan (the ranks of LocalTransport
+// and LocalCudaTransport do), each call with its own Transport (see
+// Transport.h). Plan::run keeps its host staging, scratch and zero-padded
+// copies in thread_local buffers that the thread's later runs reuse (any
+// plan's; they are freed when the thread ends), so one thread runs one plan
+// at a time; a failed run parks its buffers in a process-wide list guarded
+// by a mutex. Assigning to or destroying a Plan while another thread uses it
+// is a race.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_INTERPRETER_H
@@ -82,6 +95,8 @@ inline double valueErrorBound(const backends::PlanMeta &m, DType t) {
                           : 0;
 }
 
+/// A loaded, verified plan and its dataflow order: immutable, shareable
+/// between threads (see the file comment).
 class Plan {
 public:
   /// Reads, validates and re-verifies a plan file.

@@ -7,7 +7,13 @@
 // one process, for tests), MpiTransport (OpenMPI), LocalCudaTransport and
 // NcclTransport (runtime/cuda). Device transports also do the arithmetic
 // (the hooks below default to the CPU kernels of DType.h) and are stream
-// ordered: the interpreter then runs the plan round by round.
+// ordered: the interpreter then runs the plan round by round. The host
+// defaults of those hooks are in Transport.cpp.
+//
+// Thread safety: a Transport is one rank's endpoint and is not synchronised:
+// calls on one Transport must not overlap (one rank's thread runs its plans
+// on it). Transports of different ranks may be used concurrently where
+// their implementation says so (the in-process ones are made for it).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_TRANSPORT_H

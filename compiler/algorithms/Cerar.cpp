@@ -1,6 +1,6 @@
 //===- compiler/algorithms/Cerar.cpp - CERAR code designs -----------------===//
 //
-// Constructions of ../shared/design/CERAR.md section 3 in fp64 with Eigen:
+// Constructions of docs/Algorithms-cerar.md section 3 in fp64 with Eigen:
 //   exact (3.1)       p = p_c (canonical divisor of x^N - 1), R = I
 //   vandermonde (3.2) E_k = Phi_c^-1, D_i = Phi, points 1 + eps(2m/(c-1) - 1)
 //   perturbed (3.3)   p = (x^N - 1)^(q-1) p_r, column lN+a of R is

@@ -1,16 +1,17 @@
 //===- compiler/algorithms/Cerar.h - CERAR code designs ---------*- C++ -*-===//
 //
 // Codes for CERAR, the coded approximate ring all-reduce
-// (../shared/design/CERAR.md): N ranks on a unidirectional ring, each rank's
-// buffer cut into c components, L = c + N - 2 rounds. Rank k injects
-// W_k = E_k G_k (E_k: c x c) and decodes s_k = G_k + D_k Y_k (D_k: c x L).
-// Constructions: the exact one for c <= N (section 3.1), the explicit
-// Vandermonde one (3.2), the confluent multiplicative perturbation (3.3,
-// recommended) and the condition-number-constrained optimisation by
-// projected alternating least squares (3.4). Each design reports the per-rank
-// error e_i = ||[D_i Z_{h-1} E_{i-h} - I]_h||_2, condition numbers and
-// nonzeros per row. Eigen is used only inside Cerar.cpp. Library code: never
-// prints; requests beyond what double precision supports are user errors.
+// (docs/Algorithms-cerar.md, whose section numbers are used below): N ranks
+// on a unidirectional ring, each rank's buffer cut into c components,
+// L = c + N - 2 rounds. Rank k injects W_k = E_k G_k (E_k: c x c) and decodes
+// s_k = G_k + D_k Y_k (D_k: c x L). Constructions: the exact one for c <= N
+// (section 3.1), the explicit Vandermonde one (3.2), the confluent
+// multiplicative perturbation (3.3, recommended) and the
+// condition-number-constrained optimisation by projected alternating least
+// squares (3.4). Each design reports the per-rank error
+// e_i = ||[D_i Z_{h-1} E_{i-h} - I]_h||_2, condition numbers and nonzeros per
+// row. Eigen is used only inside Cerar.cpp. Library code: never prints;
+// requests beyond what double precision supports are user errors.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_ALGORITHMS_CERAR_H

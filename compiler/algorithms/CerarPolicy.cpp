@@ -53,7 +53,7 @@ std::optional<WireDtype> wireDtypeFromName(llvm::StringRef s) {
 int wireDtypeBytes(WireDtype w) { return w == WireDtype::FP32 ? 4 : 2; }
 
 double wireError(WireDtype w, int q) {
-  // CERAR.md 5.3, upper ends of the measured ranges.
+  // docs/Algorithms-cerar.md 5.3, upper ends of the measured ranges.
   static const double fp32[] = {4.4e-4, 7.3e-3, 2.4e-2};
   static const double fp16[] = {3.6e-2, 1.4e-1, kInf};
   static const double bf16[] = {1.0e-1, 2.5e-1, kInf};
@@ -195,7 +195,7 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   if (o.kappaMax > 0 && d.kappa > o.kappaMax) {
     d.eps = std::pow(kappaConstant(d.q) / o.kappaMax, 1.0 / (d.q - 1));
     d.kappa = o.kappaMax;
-    // No-rounding error is about 0.7 eps (section 5.3).
+    // No-rounding error is about 0.7 eps (docs/Algorithms-cerar.md 5.3).
     d.expectedError = std::max(d.expectedError, 0.7 * d.eps);
     if (d.expectedError > o.tolerance) {
       d.useCerar = false;
@@ -207,8 +207,9 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
       return d;
     }
   }
-  // e = eps ||Psi|| sqrt(N-1) with ||Psi|| = 1 when N | c (section 3.3.4);
-  // designCerarFor reports the design's exact value.
+  // e = eps ||Psi|| sqrt(N-1) with ||Psi|| = 1 when N | c
+  // (docs/Algorithms-cerar.md 3.3.4); designCerarFor reports the design's
+  // exact value.
   d.designError = d.eps * std::sqrt(n - 1.0);
   double tRing = d.ringTime;
   double gain = 2.0 * (n - 1) / n - w * (1.0 + double(n - 2) / best);
@@ -254,7 +255,8 @@ llvm::Expected<Design> buildCode(int n, int components,
   }
   // The policy's eps when the code has the policy's layer count q, else
   // (a forced c with another q) the wire table's eps for this q: eps grows
-  // with q (CERAR.md 5.3), so another q's eps is too coarse or too fine.
+  // with q (docs/Algorithms-cerar.md 5.3), so another q's eps is too coarse or
+  // too fine.
   const int q = (c + n - 1) / n;
   double eps = dec.q == q ? dec.eps : 0;
   if (eps == 0)
@@ -262,8 +264,8 @@ llvm::Expected<Design> buildCode(int n, int components,
   DesignRequest dr;
   dr.ranks = n;
   dr.components = c;
-  // N = 2: E = I, D = I is exact for every c (CERAR.md 2.5) and costs the
-  // same as any other code.
+  // N = 2: E = I, D = I is exact for every c (docs/Algorithms-cerar.md 2.5) and
+  // costs the same as any other code.
   dr.construction = c <= n || n == 2 ? Construction::Exact : construction;
   if (dr.construction == Construction::Optimized) {
     dr.kappaMax = policy.kappaMax > 0 ? policy.kappaMax : 1e3;
@@ -274,14 +276,15 @@ llvm::Expected<Design> buildCode(int n, int components,
   if (!design)
     return design.takeError();
   // The tolerance is compared with the expected wire-rounded error of
-  // CERAR.md 5.3, as in the policy (the operator norm is a worst case).
+  // docs/Algorithms-cerar.md 5.3, as in the policy (the operator norm is a
+  // worst case).
   const bool approximate = dr.construction != Construction::Exact;
   if (force && policy.tolerance > 0 && approximate) {
     double expected = wireError(policy.wire, q);
     if (std::isinf(expected))
       return makeUserError(llvm::formatv(
           "{5}: c = {0} on N = {1} ranks needs q = {2} layers; a {3} wire "
-          "has no usable error beyond q = {4} (CERAR.md 5.3)",
+          "has no usable error beyond q = {4} (docs/Algorithms-cerar.md 5.3)",
           c, n, q, wireDtypeName(policy.wire),
           std::isinf(wireError(policy.wire, 4)) ? 3 : 4, who));
     if (expected > policy.tolerance)
@@ -339,9 +342,9 @@ llvm::Expected<RingChoice> ringFor(const topo::Topology &t, double bytes,
   return rc;
 }
 
-llvm::Expected<CerarPlan> designCerarFor(const topo::Topology &t,
+llvm::Expected<CerarChoice> designCerarFor(const topo::Topology &t,
                                          const CerarRequest &req) {
-  CerarPlan plan;
+  CerarChoice plan;
   int n = t.numRanks();
   auto rc = ringFor(t, req.bytes, req.ringOrder);
   if (!rc)
@@ -436,7 +439,7 @@ double hierCerarTime(const HierLinks &l, double bytes, int c, double w,
          cerarTime(l.rail, bytes / std::max(l.gpusPerNode, 1), c, w, o);
 }
 
-llvm::Expected<HierCerarPlan> designHierCerarFor(const topo::Topology &t,
+llvm::Expected<HierCerarChoice> designHierCerarFor(const topo::Topology &t,
                                                  const HierCerarRequest &req) {
   const int m = static_cast<int>(req.nodes.size());
   if (m < 2)
@@ -444,7 +447,7 @@ llvm::Expected<HierCerarPlan> designHierCerarFor(const topo::Topology &t,
         "--algorithm hier-cerar needs at least 2 nodes with GPUs, the "
         "topology has {0}; use --algorithm cerar",
         m));
-  HierCerarPlan plan;
+  HierCerarChoice plan;
   auto links = hierLinksFor(t, req.nodes, req.localOrder);
   if (!links)
     return links.takeError();

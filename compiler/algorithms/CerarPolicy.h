@@ -1,6 +1,7 @@
 //===- compiler/algorithms/CerarPolicy.h - CERAR policy -------*- C++ -*-===//
 //
-// The cost model and per-ring parameter choice of CERAR.md section 5:
+// The cost model and per-ring parameter choice of docs/Algorithms-cerar.md
+// section 5 (section numbers below are that page's):
 //   T_ring(S)    = 2(N-1) alpha + 2(N-1)/N S/B
 //   T_CERAR(S,c) = (c+N-2) alpha + (1+(N-2)/c) w S/B + phi S/B_mem
 // alpha = largest hop latency of the ring, B = its bottleneck bandwidth. The
@@ -33,7 +34,7 @@ llvm::StringRef wireDtypeName(WireDtype w);
 std::optional<WireDtype> wireDtypeFromName(llvm::StringRef s);
 int wireDtypeBytes(WireDtype w);
 
-/// CERAR.md 5.3: worst-rank relative error under wire rounding at the best
+/// Section 5.3: worst-rank relative error under wire rounding at the best
 /// eps (upper end of the measured range); infinity when unusable.
 double wireError(WireDtype w, int q);
 /// The eps at which wireError was measured.
@@ -98,12 +99,12 @@ struct CerarRequest {
   std::vector<int> ringOrder; ///< empty: the ring search's first ring
 };
 
-struct CerarPlan {
+struct CerarChoice {
   PolicyDecision decision;
   RingLink link;
   std::vector<int> ringOrder;
   /// Set when CERAR is used; empty when the ring should be lowered instead
-  /// (auto mode, decision.reason says why). compiler/Pipeline lowers it
+  /// (auto mode, decision.reason says why). compiler/lowerings/Cerar.cpp lowers it
   /// (passes::lowerCerar) and checks the result (verifyCerarSchedule).
   std::optional<Design> design;
 };
@@ -122,10 +123,10 @@ llvm::Expected<RingChoice> ringFor(const topo::Topology &t, double bytes,
 /// the policy and the design (perturbed; exact when c <= N). Forced mode: uses
 /// `components` if given, else the policy's c, and is a user error with the
 /// policy's reason when CERAR cannot win.
-llvm::Expected<CerarPlan> designCerarFor(const topo::Topology &t,
+llvm::Expected<CerarChoice> designCerarFor(const topo::Topology &t,
                                          const CerarRequest &req);
 
-/// Hierarchical CERAR (CERAR.md section 7): M nodes x G GPUs; exact ring
+/// Hierarchical CERAR (section 7): M nodes x G GPUs; exact ring
 /// reduce-scatter and all-gather inside the nodes, CERAR on every rail.
 struct HierLinks {
   int nodes = 0;       ///< M
@@ -152,7 +153,7 @@ hierLinksFor(const topo::Topology &t,
 double exactPhasesTime(const HierLinks &l, double bytes);
 /// Exact phases + the ring all-reduce of S/G on the rails (hier-ring).
 double hierRingTime(const HierLinks &l, double bytes);
-/// Exact phases + T_CERAR(S/G, c; N = M, alpha_i, B_i) (CERAR.md 7, Cost).
+/// Exact phases + T_CERAR(S/G, c; N = M, alpha_i, B_i) (section 7, Cost).
 double hierCerarTime(const HierLinks &l, double bytes, int c, double w,
                      const PolicyOptions &o);
 
@@ -166,7 +167,7 @@ struct HierCerarRequest {
   std::vector<int> localOrder;         ///< empty: 0..G-1
 };
 
-struct HierCerarPlan {
+struct HierCerarChoice {
   HierLinks links;
   /// The policy (section 5.4) on one rail: N = M ranks, S/G bytes.
   PolicyDecision decision;
@@ -184,7 +185,7 @@ struct HierCerarPlan {
 /// Links, the policy on the rails and the code (perturbed; exact when
 /// c <= M). Forced mode: `components` if given, else the policy's c; user
 /// errors as designCerarFor's, prefixed "hier-cerar:".
-llvm::Expected<HierCerarPlan> designHierCerarFor(const topo::Topology &t,
+llvm::Expected<HierCerarChoice> designHierCerarFor(const topo::Topology &t,
                                                  const HierCerarRequest &req);
 
 } // namespace topocc::cerar

@@ -1,6 +1,6 @@
 //===- compiler/algorithms/CerarVerify.h - Verify lowered CERAR -*- C++ -*-===//
 //
-// CERAR.md section 6.4 (b)-(d): runs the structural verifier (without the
+// docs/Algorithms-cerar.md 6.4: runs the structural verifier (without the
 // exact postcondition), executes the schedule symbolically, builds each
 // rank's error operator E_r = O_r - [I ... I] (O_r: c x N*c, the output
 // components over every rank's input components), and checks that the own
@@ -42,7 +42,7 @@ llvm::Expected<CerarCheck> verifyCerarSchedule(const ir::Schedule &s,
                                                llvm::ArrayRef<int> ringOrder,
                                                int seamOffset);
 
-/// Hierarchical CERAR (CERAR.md section 7, passes::lowerHierCerar): the
+/// Hierarchical CERAR (docs/Algorithms-cerar.md 7, passes::lowerHierCerar): the
 /// nodes in ring order with their ranks by local index, and the seams.
 struct HierCerarLayout {
   std::vector<std::vector<int>> nodes;

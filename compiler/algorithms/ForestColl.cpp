@@ -1,11 +1,11 @@
 //===- compiler/algorithms/ForestColl.cpp - Spanning-tree schedules -------===//
 //
-// Fixed k (FORESTCOLL.md 5.5) without rational bisection: feasibility of
-// floor(U b(e)) changes only at breakpoints m / b(e), which are at least
-// 1 / b_max^2 apart, so a binary search over the grid U = T / D with
-// D = b_max^2 finds the first feasible grid point, whose capacities equal
-// those at the smallest feasible breakpoint U_k; U_k is then the largest
-// breakpoint at or below it (max over e of floor(T b(e) / D) / b(e)).
+// Fixed k (docs/Algorithms-trees.md, "Fixed k") without rational bisection:
+// feasibility of floor(U b(e)) changes only at breakpoints m / b(e), which are
+// at least 1 / b_max^2 apart, so a binary search over the grid U = T / D
+// with D = b_max^2 finds the first feasible grid point, whose capacities
+// equal those at the smallest feasible breakpoint U_k; U_k is then the
+// largest breakpoint at or below it (max over e of floor(T b(e) / D) / b(e)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,8 +115,9 @@ llvm::Expected<FixedK> fixedKUnits(const analysis::BoundGraph &g,
 
 llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
                                    const ForestOptions &opts) {
-  // FORESTCOLL.md 1, P0: switches forward what they receive, so each needs
-  // equal in- and out-capacity for complete splitting.
+  // Switches forward what they receive, so each needs equal in- and
+  // out-capacity for complete splitting (docs/Algorithms-trees.md, "Switch
+  // removal").
   {
     std::vector<char> isCompute(g.numVertices, 0);
     for (int v : g.compute)
@@ -242,6 +243,30 @@ llvm::Expected<RoutedTime> routedTime(const Forest &f,
     }
   }
   return r;
+}
+
+namespace {
+llvm::Error treesPerRootError(const llvm::Twine &given) {
+  return makeUserError("invalid --trees-per-root '" + given +
+                       llvm::formatv("' (expected 1 to {0} or auto)",
+                                     kMaxTreesPerRoot));
+}
+} // namespace
+
+llvm::Expected<std::optional<int64_t>>
+parseTreesPerRoot(llvm::StringRef text) {
+  if (text == "auto")
+    return std::nullopt;
+  int64_t k;
+  if (text.getAsInteger(10, k) || k < 1 || k > kMaxTreesPerRoot)
+    return treesPerRootError(text);
+  return k;
+}
+
+llvm::Error checkTreesPerRoot(int64_t k) {
+  if (k < 1 || k > kMaxTreesPerRoot)
+    return treesPerRootError(llvm::Twine(k));
+  return llvm::Error::success();
 }
 
 } // namespace topocc::algorithms

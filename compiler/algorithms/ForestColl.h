@@ -1,11 +1,11 @@
 //===- compiler/algorithms/ForestColl.h - Spanning-tree schedules -*- C++ -*-===//
 //
-// The ForestColl pipeline of FORESTCOLL.md up to physical trees: exact bound
-// (compiler/analysis/Bound.h), tree units per arc (at the optimum k, or the
-// smallest U_k for a fixed k, 5.5), switch removal (SwitchSplitting.h), tree
-// packing and map-back (TreePacking.h). Allgather packs out-trees of G,
-// reduce-scatter out-trees of the reversed graph (their arcs reversed are
-// in-trees). Stage: algorithm. Never prints; deterministic.
+// The ForestColl pipeline of docs/Algorithms-trees.md up to physical trees:
+// exact bound (compiler/analysis/Bound.h), tree units per arc (at the optimum
+// k, or the smallest U_k for a fixed k, "Fixed k"), switch removal
+// (SwitchSplitting.h), tree packing and map-back (TreePacking.h). Allgather
+// packs out-trees of G, reduce-scatter out-trees of the reversed graph (their
+// arcs reversed are in-trees). Stage: algorithm. Never prints; deterministic.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_ALGORITHMS_FORESTCOLL_H
@@ -18,12 +18,14 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 namespace topocc::algorithms {
 
 /// The smallest U_k (exact, in s/GB) such that floor(U_k b(e)) tree units per
-/// arc admit k spanning out-trees per root (FORESTCOLL.md 5.5), and those
-/// units. Its throughput is N k / U_k; with k = the optimum's k it equals
-/// the bound. `g` as for dinkelbachBound.
+/// arc admit k spanning out-trees per root (docs/Algorithms-trees.md, "Fixed
+/// k"), and those units. Its throughput is N k / U_k; with k = the optimum's k
+/// it equals the bound. `g` as for dinkelbachBound.
 struct FixedK {
   int64_t k = 0;
   analysis::Fraction u;       ///< U_k, s/GB
@@ -32,6 +34,15 @@ struct FixedK {
 };
 llvm::Expected<FixedK> fixedKUnits(const analysis::BoundGraph &g,
                                    bool reversed, int64_t k);
+
+/// The largest trees-per-root count a request may ask for.
+constexpr int64_t kMaxTreesPerRoot = 1000;
+
+/// --trees-per-root: "auto" (none: the optimum's k) or 1 to
+/// kMaxTreesPerRoot; a user error in the CLI's wording otherwise.
+llvm::Expected<std::optional<int64_t>> parseTreesPerRoot(llvm::StringRef text);
+/// The same check for a count given as a number.
+llvm::Error checkTreesPerRoot(int64_t k);
 
 struct ForestOptions {
   bool reversed = false;   ///< reduce-scatter: pack the reversed graph

@@ -2,7 +2,7 @@
 //
 // Removes every switch (every non-GPU vertex: NVSwitch, IB switch, NIC, PCIe
 // switch, CPU socket) from the tree-unit graph of the bound by directed
-// edge splitting (FORESTCOLL.md section 4): a pair of arcs (u,w),(w,t) at a
+// edge splitting (docs/Algorithms-trees.md, "Switch removal"): a pair of arcs (u,w),(w,t) at a
 // switch w is replaced by gamma units on (u,t), with gamma as large as keeps
 //   invariant I: flow(s, v) >= N k for every GPU v
 // (s: a super-source with k units to every GPU), measured with two
@@ -34,7 +34,7 @@ enum class SplitPolicy {
   Greedy,
   /// First spread u's units over every t != u (gamma capped at
   /// ceil(c(u,w) / |out(w) \ {u}|)), then greedy: more, thinner compute arcs
-  /// and shallower trees (FORESTCOLL.md 5.6; on one NVSwitch, a complete
+  /// and shallower trees (docs/Algorithms-trees.md, "Shallow trees"; on one NVSwitch, a complete
   /// digraph).
   Spread,
   /// Propose a complete splitting of every remaining switch in bulk and
@@ -46,7 +46,8 @@ enum class SplitPolicy {
   /// transport in tiers: other components first (the boxes behind an IB
   /// switch), at most u's proportional share per component; then any
   /// t != u at most its proportional share; then any t != u; loops last
-  /// (FORESTCOLL.md 4, "speed-ups ... with a fallback to the exact loop").
+  /// (docs/Algorithms-trees.md, "Switch removal": the fast path, with
+/// the exact loop as its fallback).
   Proposal,
 };
 

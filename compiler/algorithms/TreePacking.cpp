@@ -1,7 +1,8 @@
 //===- compiler/algorithms/TreePacking.cpp - Spanning out-trees -----------===//
 //
-// The arc oracle of FORESTCOLL.md 5.1 in its Boost form: a query source
-// sigma with arcs sigma -> x (BIG while x is the tail under test) and
+// The arc oracle of docs/Algorithms-trees.md, "The oracle in one network":
+// a query source sigma with arcs sigma -> x (BIG while x is the tail under
+// test) and
 // sigma -> a_i (C_i for every other unfinished tree i), and a_i -> z (BIG)
 // for every z already in tree i. F = flow(sigma, y).
 //

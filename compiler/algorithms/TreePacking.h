@@ -2,15 +2,17 @@
 //
 // Packs k spanning out-trees per root (with multiplicities) into the GPU-only
 // graph left by switch splitting, with the max-flow oracle for Edmonds'
-// branching condition (FORESTCOLL.md 5.1-5.2): a partial tree T may take
+// branching condition (docs/Algorithms-trees.md, "Tree packing"; the quoted
+// names below are paragraphs of that page): a partial tree T may take
 // mu = min(C_T, r(x,y), F - sum of the other unfinished trees' C) copies of
 // arc (x,y), F the max-flow from x to y with each other unfinished tree
 // reachable from x at its multiplicity. Attaching fewer than C_T copies
-// clones T. Height-aware policy (5.6): trees grow round-robin, one arc per
-// tree per round, always from the shallowest vertex with an untried arc.
-// Then every tree maps back through the switches (5.4) to physical paths
-// (loops that nested splits create, u -> w -> s -> w -> t, cut out), and the
-// checks of 5.4 run: arborescences, k per root, compute-arc capacities,
+// clones T. Height-aware policy ("Shallow trees"): trees grow round-robin,
+// one arc per tree per round, always from the shallowest vertex with an
+// untried arc. Then every tree maps back through the switches ("Map-back and
+// checks") to physical paths (loops that nested splits create,
+// u -> w -> s -> w -> t, cut out), and the checks run: arborescences, k per
+// root, compute-arc capacities,
 // contiguous physical paths that visit no device twice, physical
 // congestion <= U.
 // Stage: algorithm. Never prints; deterministic.
@@ -90,7 +92,8 @@ struct PackOptions {
 };
 
 /// Packs and maps back. `g`, `reversed` and `units` are what `split` was
-/// computed from. Internal errors when a check of FORESTCOLL.md 5.4 fails.
+/// computed from. Internal errors when a check of "Map-back and checks"
+/// (docs/Algorithms-trees.md) fails.
 llvm::Expected<TreePackingResult>
 packTrees(const SwitchSplitResult &split, const analysis::BoundGraph &g,
           bool reversed, llvm::ArrayRef<int64_t> units,

@@ -1,11 +1,11 @@
 //===- compiler/analysis/Bound.cpp - Exact cut bound (ForestColl) ---------===//
 //
-// Dinkelbach iteration over integer max-flows (FORESTCOLL.md 3.1-3.2). For
-// lambda = p/q the network H has capacity p b(e) on every arc and q on an arc
-// from a super-source s to every GPU; the min s-v cut with source side
-// {s} u S has capacity q |GPUs \ S| + p B+(S), so q N - flow(s, v) is the
-// best score q n(S) - p d(S) over sets S that miss v. The iteration adopts
-// the best set's ratio until no set scores above 0 (at most N rounds).
+// Dinkelbach iteration over integer max-flows (docs/Algorithms-trees.md, "The
+// bound"). For lambda = p/q the network H has capacity p b(e) on every arc and
+// q on an arc from a super-source s to every GPU; the min s-v cut with source
+// side {s} u S has capacity q |GPUs \ S| + p B+(S), so q N - flow(s, v) is the
+// best score q n(S) - p d(S) over sets S that miss v. The iteration adopts the
+// best set's ratio until no set scores above 0 (at most N rounds).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,7 @@
 //===- compiler/analysis/Bound.h - Exact cut bound (ForestColl) -*- C++ -*-===//
 //
-// The exact throughput bound of FORESTCOLL.md sections 2-3: for allgather
+// The exact throughput bound (docs/Algorithms-trees.md, "The bound"): for
+// allgather
 //   T*_AG = (M/N) * lambda*,  lambda* = max over vertex sets S that miss at
 //   least one GPU of |S n GPUs| / B+(S)           (B+ = bandwidth leaving S)
 // and for reduce-scatter the same on the reversed graph (B- = entering S);
@@ -135,8 +136,9 @@ struct DirectionalBound {
   Fraction lambdaInt;
   /// lambda* in seconds per GB (GB = 1e9 bytes), exact.
   Fraction lambda;
-  /// Trees per root k and per-arc tree units c(e) = U b(e) of FORESTCOLL.md
-  /// 3.3: k = den(lambdaInt) / g, c(e) = num(lambdaInt) b(e) / g, with
+  /// Trees per root k and per-arc tree units c(e) = U b(e)
+  /// (docs/Algorithms-trees.md, "Trees per root and units"):
+  /// k = den(lambdaInt) / g, c(e) = num(lambdaInt) b(e) / g, with
   /// g = gcd(den(lambdaInt), gcd of the capacities). U = k lambda (s/GB).
   int64_t k = 0;
   Fraction u;

@@ -550,28 +550,4 @@ llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
   return r;
 }
 
-llvm::Expected<double> parseMessageSize(llvm::StringRef text) {
-  llvm::StringRef s = text.trim();
-  if (s.endswith("B") || s.endswith("b"))
-    s = s.drop_back();
-  double mult = 1;
-  if (!s.empty()) {
-    char c = s.back();
-    if (c == 'K' || c == 'k')
-      mult = 1024.0;
-    else if (c == 'M' || c == 'm')
-      mult = 1024.0 * 1024;
-    else if (c == 'G' || c == 'g')
-      mult = 1024.0 * 1024 * 1024;
-    if (mult != 1)
-      s = s.drop_back();
-  }
-  double v;
-  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
-    return makeUserError("invalid --size '" + text +
-                         "' (expected a positive number with an optional "
-                         "K, M or G suffix, powers of 1024: 64M, 1G)");
-  return v * mult;
-}
-
 } // namespace topocc::analysis

@@ -166,11 +166,6 @@ llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
                                          ir::Collective c, double bytes,
                                          LinkModel &m);
 
-/// A message size in the nccl-tests convention: a positive number with an
-/// optional K, M or G suffix (powers of 1024) and an optional B ("64M",
-/// "1G", "1.5K"). User error quoting --size otherwise.
-llvm::Expected<double> parseMessageSize(llvm::StringRef text);
-
 /// Largest sum of `steps` consecutive values of `lat` taken cyclically.
 double windowLatency(llvm::ArrayRef<double> lat, int steps);
 

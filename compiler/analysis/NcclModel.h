@@ -2,9 +2,9 @@
 //
 // A reference row "what NCCL would do": NCCL 2.30's tuning model
 // (src/graph/tuning.cc) for ring and tree with its own per-link bandwidth
-// assumptions and latency constants (PERFORMANCE.md section 4). Stage:
-// analysis. An approximation of NCCL's topology search; see
-// docs/Algorithms-rings.md for what it keeps and what it drops.
+// assumptions and latency constants (docs/Algorithms-rings.md, "2. NCCL
+// reference model", which also says what it keeps and what it drops).
+// Stage: analysis. An approximation of NCCL's topology search.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_ANALYSIS_NCCLMODEL_H

@@ -636,4 +636,14 @@ llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
   return sim.run();
 }
 
+std::vector<SimRouteHint> ringRouteHints(llvm::ArrayRef<RingChannel> rings) {
+  std::vector<SimRouteHint> hints;
+  for (const RingChannel &rc : rings)
+    for (size_t i = 0; i < rc.nics.size() && i < rc.order.size(); ++i)
+      if (rc.nics[i].isSet())
+        hints.push_back(
+            {rc.order[i], rc.order[(i + 1) % rc.order.size()], rc.nics[i]});
+  return hints;
+}
+
 } // namespace topocc::analysis

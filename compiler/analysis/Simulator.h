@@ -1,8 +1,9 @@
 //===- compiler/analysis/Simulator.h - Discrete-event schedule simulator -*- C++ -*-===//
 //
 // Executes any schedule IR on a topology at one message size, event by event
-// (PERFORMANCE.md section 5). Every directed link (LinkModel resource) is a
-// FIFO server with its effective capacity and latency; a message follows the
+// (docs/WhatIf.md, "The simulator"). Every directed link (LinkModel
+// resource) is a FIFO server with its effective capacity and latency; a
+// message follows the
 // LinkModel's routed flow (through switches and NICs, split over parallel
 // planes), hop by hop: store-and-forward (the whole message is received
 // before the next hop starts) or cut-through (the next hop starts when the
@@ -22,6 +23,7 @@
 #include "compiler/analysis/CostModel.h"
 #include "ir/Schedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -117,6 +119,10 @@ struct SimResult {
 /// to the end (a dependency cycle: the ops that never ran are named).
 llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
                                    const SimOptions &opts);
+
+/// The NIC hops the ring search chose for `rings`, as route hints: hop i of
+/// a ring from order[i] to order[i + 1] (cyclically) where its NICs are set.
+std::vector<SimRouteHint> ringRouteHints(llvm::ArrayRef<RingChannel> rings);
 
 } // namespace topocc::analysis
 

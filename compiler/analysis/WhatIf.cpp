@@ -9,6 +9,7 @@
 #include "compiler/analysis/Bound.h"
 #include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/NcclModel.h"
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -271,73 +272,8 @@ void addAnalysisAlgorithms(WhatIfRegistry &r) {
   r.add(std::move(bound));
 }
 
-namespace {
-
-llvm::Expected<double> parseOneSize(llvm::StringRef text,
-                                    llvm::StringRef whole) {
-  llvm::StringRef s = text.trim();
-  if (s.endswith("B"))
-    s = s.drop_back();
-  double mult = 1;
-  if (!s.empty()) {
-    char c = s.back();
-    if (c == 'K' || c == 'k')
-      mult = 1024.0;
-    else if (c == 'M' || c == 'm')
-      mult = 1024.0 * 1024;
-    else if (c == 'G' || c == 'g')
-      mult = 1024.0 * 1024 * 1024;
-    if (mult != 1)
-      s = s.drop_back();
-  }
-  double v;
-  if (s.empty() || s.getAsDouble(v) || !(v > 0) || !std::isfinite(v))
-    return makeUserError("invalid size '" + text + "' in --sizes '" + whole +
-                         "' (expected a positive number with an optional K, "
-                         "M or G suffix, powers of 1024: 64M, 1G)");
-  return v * mult;
-}
-
-} // namespace
-
 llvm::Expected<std::vector<double>> parseSizes(llvm::StringRef text) {
-  std::vector<double> out;
-  llvm::SmallVector<llvm::StringRef, 4> items;
-  text.split(items, ',');
-  for (llvm::StringRef item : items) {
-    llvm::SmallVector<llvm::StringRef, 3> parts;
-    item.split(parts, ':');
-    if (parts.size() > 3)
-      return makeUserError("invalid --sizes '" + text +
-                           "' (expected SIZE, MIN:MAX or MIN:MAX:FACTOR)");
-    auto lo = parseOneSize(parts[0], text);
-    if (!lo)
-      return lo.takeError();
-    if (parts.size() == 1) {
-      out.push_back(*lo);
-      continue;
-    }
-    auto hi = parseOneSize(parts[1], text);
-    if (!hi)
-      return hi.takeError();
-    double factor = 2;
-    if (parts.size() == 3 &&
-        (parts[2].trim().getAsDouble(factor) || !(factor > 1)))
-      return makeUserError("invalid factor '" + parts[2] + "' in --sizes '" +
-                           text + "' (expected a number greater than 1)");
-    if (*hi < *lo)
-      return makeUserError("--sizes '" + text +
-                           "': the largest size is below the smallest");
-    for (double v = *lo; v <= *hi * (1 + 1e-12); v *= factor) {
-      out.push_back(v);
-      if (out.size() > 4096)
-        return makeUserError("--sizes '" + text + "' gives more than 4096 "
-                             "sizes");
-    }
-  }
-  llvm::sort(out);
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return parseByteSizeRanges(text, "--sizes");
 }
 
 llvm::Expected<WhatIfTable>

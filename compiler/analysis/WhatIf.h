@@ -154,9 +154,8 @@ private:
 /// tree) and `bound` (the exact cut bound; reference column).
 void addAnalysisAlgorithms(WhatIfRegistry &r);
 
-/// nccl-tests sizes: "64M" (one size), "1K:8G" (powers of 2 from 1K to 8G),
-/// "1K:8G:4" (factor 4), or a comma list of those. K/M/G are powers of 1024
-/// and an optional B follows. Sorted, without duplicates.
+/// The --sizes option: support/ByteSize's parseByteSizeRanges(text,
+/// "--sizes"), e.g. "64M", "1K:8G", "1K:8G:4" or a comma list of those.
 llvm::Expected<std::vector<double>> parseSizes(llvm::StringRef text);
 
 struct WhatIfRow {

@@ -11,17 +11,16 @@
 #define TOPOCC_COMPILER_PASSES_ASSIGNCHANNELS_H
 
 #include "ir/Schedule.h"
+#include "ir/Target.h"
 
 #include "llvm/Support/Error.h"
 
 namespace topocc::passes {
 
-/// MSCCL connects channels 0..nchannels-1 with nchannels <= 32.
-constexpr int32_t kMaxChannels = 32;
-
 /// REQUIRES: s.stage is Fused; every message has both ends. A user error
 /// when more than `maxChannels` channels would be needed.
-llvm::Error assignChannels(ir::Schedule &s, int32_t maxChannels = kMaxChannels);
+llvm::Error assignChannels(ir::Schedule &s,
+                           int32_t maxChannels = ir::kMscclMaxChannels);
 
 } // namespace topocc::passes
 

@@ -10,7 +10,7 @@
 // threadblock runs its ops in list order. Enforces the MSCCL limits
 // on the legalized result (steps per threadblock with nops, dependency-target
 // ids < 128, 1024 threadblocks, and, when given, the SM count and the channel
-// count). Coalescing (MSCCL XML of tree schedules, FORESTCOLL.md 6.5): when
+// count). Coalescing (MSCCL XML of tree schedules, docs/Algorithms-trees.md, "Coalescing"): when
 // that one-sub-schedule-per-threadblock shape exceeds a limit, the channels
 // are chosen again per chain of messages and ops with the same (channel, send
 // peer, receive peer) merge into one threadblock across sub-schedules, in list
@@ -21,6 +21,7 @@
 #define TOPOCC_COMPILER_PASSES_ASSIGNTHREADBLOCKS_H
 
 #include "ir/Schedule.h"
+#include "ir/Target.h"
 
 #include "llvm/Support/Error.h"
 
@@ -29,9 +30,10 @@
 namespace topocc::passes {
 
 struct ThreadblockLimits {
-  int32_t maxSteps = 64;          ///< MSCCL_MAX_NUM_STEPS of the runtime
-  int32_t maxDepTarget = 127;     ///< depid is stored in 8 signed bits
-  int32_t maxThreadblocks = 1024; ///< per rank
+  int32_t maxSteps = ir::kMscclMaxSteps; ///< steps per threadblock
+  /// Largest step a dependency may name (MSCCL: 8 signed bits).
+  int32_t maxDepTarget = ir::kMscclMaxDependencyTarget;
+  int32_t maxThreadblocks = ir::kMscclMaxThreadblocks; ///< per rank
   /// Threadblocks one rank may launch: MSCCL's blocks spin-wait on each
   /// other and must all be resident, one per SM (--sm-count); 0: no limit.
   int32_t smCount = 0;

@@ -5,7 +5,8 @@
 // every buffer reuse and puts each round's send before its receive, so the
 // schedule is race- and deadlock-free by construction.
 //
-// In-place worker (CERAR.md 2.6), per rank with logical index i:
+// In-place worker (docs/Algorithms-cerar.md 2.6), per rank with logical
+// index i:
 //   V <- E_i G                       (lincombs; in place via PLU for inplace)
 //   H[0] <- V[0]
 //   round t: send (t < c ? V[t] : yb); rb <- recv, minus H[t-N+1] when
@@ -420,8 +421,7 @@ llvm::Expected<Schedule> lowerCerar(const CerarLowerOptions &opts,
   for (RankId r = 0; r < n; ++r) {
     RankProgram &rp = s.ranks[r];
     rp.scratchChunks = st.scratchEnd[r];
-    rp.inputChunks = c;
-    rp.outputChunks = opts.inplace ? 0 : c;
+    setCollectiveBuffers(rp, Collective::AllReduce, c, c, opts.inplace);
   }
   if (info)
     *info = got;

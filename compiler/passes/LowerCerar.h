@@ -8,12 +8,12 @@
 // dependency chain in program order.
 //
 // Companion-family codes (exact, perturbed) use the in-place worker of
-// CERAR.md section 2.6: the user buffer V (c components) plus a pool of N+1
-// scratch components (c + N + 1 component buffers in all); encode and decode
-// of an in-place call are applied in place through a pivoted LU
-// factorisation (one temporary). Other codes (vandermonde, optimized, N = 2
-// exact with c > 2) use the generic worker of section 2.7 (c + 3 scratch
-// components).
+// docs/Algorithms-cerar.md 2.6 (section numbers below are that page's): the
+// user buffer V (c components) plus a pool of N+1 scratch components (c + N + 1
+// component buffers in all); encode and decode of an in-place call are applied
+// in place through a pivoted LU factorisation (one temporary). Other codes
+// (vandermonde, optimized, N = 2 exact with c > 2) use the generic worker of
+// section 2.7 (c + 3 scratch components).
 //
 // The buffer is cut into c chunks (component j = chunk j); chunksPerLoop = c.
 // Ring position p holds rank ring[p] and uses the code of logical index
@@ -24,7 +24,7 @@
 #define TOPOCC_COMPILER_PASSES_LOWERCERAR_H
 
 #include "compiler/algorithms/Cerar.h"
-#include "compiler/passes/LowerHierarchicalRing.h"
+#include "compiler/passes/LowerHierRing.h"
 #include "ir/Schedule.h"
 
 #include "llvm/Support/Error.h"

@@ -14,7 +14,7 @@
 
 #include "compiler/passes/LowerHierCerar.h"
 
-#include "compiler/passes/LowerHierarchicalRing.h"
+#include "compiler/passes/LowerHierRing.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -121,8 +121,8 @@ llvm::Expected<Schedule> lowerHierCerar(const HierCerarOptions &o,
 
   for (RankId r = 0; r < n; ++r) {
     s.ranks[r].scratchChunks = st.scratchEnd[r];
-    s.ranks[r].inputChunks = s.chunksPerLoop;
-    s.ranks[r].outputChunks = o.inplace ? 0 : s.chunksPerLoop;
+    setCollectiveBuffers(s.ranks[r], Collective::AllReduce, s.chunksPerLoop,
+                         s.chunksPerLoop, o.inplace);
   }
   if (info)
     *info = got;

@@ -1,15 +1,15 @@
 //===- compiler/passes/LowerHierCerar.h - Hierarchical CERAR ---*- C++ -*-===//
 //
-// Lowers hierarchical CERAR (CERAR.md section 7) for M nodes x G GPUs to the
-// schedule IR: (1) an exact ring reduce-scatter inside every node leaves
+// Lowers hierarchical CERAR (docs/Algorithms-cerar.md 7) for M nodes x G GPUs
+// to the schedule IR: (1) an exact ring reduce-scatter inside every node leaves
 // local GPU l with the node's sum of shard l (S/G bytes), (2) G independent
-// inter-node CERAR rings, one per rail (rail l = local GPU l of every node,
-// in node order), each on its shard with a code of N = M ranks and c
-// components, (3) an exact ring all-gather inside every node. The data is
-// cut into G*c units: shard l is units [l*c, (l+1)*c), its component j is
-// unit l*c + j. Stage: produces Lowered; every rank is one dependency chain
-// through the three phases. Reuses the phase emitters of the hierarchical
-// ring (emitRingPhase) and of CERAR (emitCerarRing).
+// inter-node CERAR rings, one per rail (rail l = local GPU l of every node, in
+// node order), each on its shard with a code of N = M ranks and c components,
+// (3) an exact ring all-gather inside every node. The data is cut into G*c
+// units: shard l is units [l*c, (l+1)*c), its component j is unit l*c + j.
+// Stage: produces Lowered; every rank is one dependency chain through the three
+// phases. Reuses the phase emitters of the hierarchical ring (emitRingPhase)
+// and of CERAR (emitCerarRing).
 //
 // Seams: node position p of rail l uses the code of logical index
 // (p + seam_l) mod M with seam_l = seamOffset + l when staggerSeams (the

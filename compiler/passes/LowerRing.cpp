@@ -211,29 +211,8 @@ Schedule RingLowering::run() {
       lowerChannel(p, ch);
 
   for (RankProgram &rp : s.ranks) {
-    int32_t scratchEnd = 0;
-    for (const Op &op : rp.ops)
-      for (const BufferRef *b : {&op.src, &op.dst})
-        if (b->isUsed() && b->buffer == BufferKind::Scratch)
-          scratchEnd = std::max(scratchEnd, b->chunk + b->count);
-    rp.scratchChunks = scratchEnd;
-    int32_t local = total, full = s.chunksPerLoop;
-    switch (o.collective) {
-    case Collective::AllReduce:
-      rp.inputChunks = full;
-      rp.outputChunks = o.inplace ? 0 : full;
-      break;
-    case Collective::AllGather:
-      rp.inputChunks = o.inplace ? 0 : local;
-      rp.outputChunks = full;
-      break;
-    case Collective::ReduceScatter:
-      rp.inputChunks = full;
-      rp.outputChunks = o.inplace ? 0 : local;
-      break;
-    default:
-      llvm_unreachable("collective checked by lowerRing");
-    }
+    rp.scratchChunks = scratchExtent(rp);
+    setCollectiveBuffers(rp, o.collective, s.chunksPerLoop, total, o.inplace);
   }
   return std::move(s);
 }
@@ -393,6 +372,23 @@ std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
       ++kc[c];
     }
   return kc;
+}
+
+RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
+                                ir::Collective c, int32_t numRanks,
+                                int32_t chunks) {
+  RingOptions ro;
+  ro.collective = c;
+  ro.numRanks = numRanks;
+  ro.channels = static_cast<int32_t>(rings.size());
+  ro.chunks = chunks;
+  std::vector<double> shares;
+  for (const analysis::RingChannel &rc : rings) {
+    ro.channelOrders.emplace_back(rc.order.begin(), rc.order.end());
+    shares.push_back(rc.share);
+  }
+  ro.channelChunks = chunksForShares(shares, chunks);
+  return ro;
 }
 
 } // namespace topocc::passes

@@ -11,6 +11,7 @@
 #ifndef TOPOCC_COMPILER_PASSES_LOWERRING_H
 #define TOPOCC_COMPILER_PASSES_LOWERRING_H
 
+#include "compiler/analysis/CostModel.h"
 #include "ir/Schedule.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -51,6 +52,15 @@ llvm::Expected<ir::Schedule> lowerRing(const RingOptions &opts);
 /// shares give `chunks` each. REQUIRES: shares non-empty, chunks >= 1.
 std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
                                      int32_t chunks);
+
+/// The options that lower the ring search's `rings`
+/// (compiler/algorithms/RingSearch.h) for collective `c` on `numRanks`:
+/// one channel per ring in its order, the rings' data shares as chunk
+/// counts (chunksForShares of `chunks`). The NIC hops the search chose are
+/// the simulator's route hints (analysis::ringRouteHints).
+RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
+                                ir::Collective c, int32_t numRanks,
+                                int32_t chunks);
 
 } // namespace topocc::passes
 

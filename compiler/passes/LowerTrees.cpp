@@ -700,26 +700,8 @@ Schedule TreeLowering::run() {
 
   const int32_t full = s.chunksPerLoop, mine = K * P;
   for (RankProgram &rp : s.ranks) {
-    int32_t scratchEnd = 0;
-    for (const Op &op : rp.ops)
-      for (const BufferRef *b : {&op.src, &op.dst})
-        if (b->isUsed() && b->buffer == BufferKind::Scratch)
-          scratchEnd = std::max(scratchEnd, b->chunk + b->count);
-    rp.scratchChunks = scratchEnd;
-    switch (o.collective) {
-    case Collective::AllReduce:
-      rp.inputChunks = full;
-      rp.outputChunks = o.inplace ? 0 : full;
-      break;
-    case Collective::AllGather:
-      rp.inputChunks = o.inplace ? 0 : mine;
-      rp.outputChunks = full;
-      break;
-    default:
-      rp.inputChunks = full;
-      rp.outputChunks = o.inplace ? 0 : mine;
-      break;
-    }
+    rp.scratchChunks = scratchExtent(rp);
+    setCollectiveBuffers(rp, o.collective, full, mine, o.inplace);
   }
   return std::move(s);
 }
@@ -735,6 +717,23 @@ llvm::Expected<Schedule> lowerTrees(const TreeLoweringOptions &opts,
   if (info)
     *info = l.info;
   return s;
+}
+
+TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks) {
+  TreeSet set;
+  set.unitsPerRoot = static_cast<int32_t>(f.k);
+  std::vector<int32_t> next(numRanks, 0);
+  for (const algorithms::PackedTree &pt : f.trees.trees) {
+    LoweringTree lt;
+    lt.root = pt.root;
+    lt.units = static_cast<int32_t>(pt.mult);
+    lt.firstUnit = next[pt.root];
+    next[pt.root] += lt.units;
+    for (int p : pt.parent)
+      lt.parent.push_back(p < 0 ? ir::kNone : p);
+    set.trees.push_back(std::move(lt));
+  }
+  return set;
 }
 
 } // namespace topocc::passes

@@ -2,24 +2,27 @@
 //
 // Lowers ForestColl spanning trees (compiler/algorithms/ForestColl.h) to
 // unfused primitive ops (send, recv, reduce, copy) with explicit message ids
-// and a channel on every op (FORESTCOLL.md 6): allgather broadcasts each
-// root's units down its out-trees (root send, interior receive-copy-send,
-// leaf receive); reduce-scatter reduces them up in-trees (leaves send,
-// interior receive-reduce-send, root receive-reduce-copy); allreduce reduces
-// every unit to its root on an in-tree, then broadcasts it down an out-tree.
-// Each root's shard is cut into k units (k trees per root); a tree carries
-// its multiplicity's worth of consecutive units, cut into `chunks` pipelined
-// pieces. Channels: every tree is covered by arc-disjoint downward chains,
-// and each chain takes the smallest channel that none of its link directions
-// (rank pairs) uses yet, so no (link, channel) pair carries two chains; when
-// that order needs more than maxChannels, a DSatur colouring is tried.
+// and a channel on every op (docs/Algorithms-trees.md, "Lowering"): allgather
+// broadcasts each root's units down its out-trees (root send, interior
+// receive-copy-send, leaf receive); reduce-scatter reduces them up in-trees
+// (leaves send, interior receive-reduce-send, root receive-reduce-copy);
+// allreduce reduces every unit to its root on an in-tree, then broadcasts it
+// down an out-tree. Each root's shard is cut into k units (k trees per root); a
+// tree carries its multiplicity's worth of consecutive units, cut into `chunks`
+// pipelined pieces. Channels: every tree is covered by arc-disjoint downward
+// chains, and each chain takes the smallest channel that none of its link
+// directions (rank pairs) uses yet, so no (link, channel) pair carries two
+// chains; when that order needs more than maxChannels, a DSatur colouring is
+// tried.
 // Stage: produces Lowered.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PASSES_LOWERTREES_H
 #define TOPOCC_COMPILER_PASSES_LOWERTREES_H
 
+#include "compiler/algorithms/ForestColl.h"
 #include "ir/Schedule.h"
+#include "ir/Target.h"
 
 #include "llvm/Support/Error.h"
 
@@ -60,7 +63,7 @@ struct TreeLoweringOptions {
   std::string name; ///< schedule name; derived when empty
   /// Channels the chains may use: 32 for MSCCL XML; 0 means no limit (the
   /// plan format and the IR have none).
-  int32_t maxChannels = 32;
+  int32_t maxChannels = ir::kMscclMaxChannels;
   /// MSCCL XML with coalescing (AssignThreadblocks.h): when the chains need
   /// more than maxChannels, keep the colouring with more channels instead of
   /// failing; assign-threadblocks then chooses channels within the limit.
@@ -80,6 +83,11 @@ struct TreeLoweringInfo {
 /// or chunks) are user errors saying what is wrong.
 llvm::Expected<ir::Schedule> lowerTrees(const TreeLoweringOptions &opts,
                                         TreeLoweringInfo *info = nullptr);
+
+/// The trees of ForestColl's forest `f` (compiler/algorithms/ForestColl.h)
+/// as the tree lowering takes them: each root's k units split in tree order
+/// into consecutive ranges of the trees' multiplicities.
+TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks);
 
 } // namespace topocc::passes
 

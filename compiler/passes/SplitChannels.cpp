@@ -55,21 +55,22 @@ OpKind receivingHalf(OpKind k) {
   }
 }
 
-struct Plan {
+/// One way of splitting: the split schedule and what it costs.
+struct Split {
   Schedule result;
   int32_t maxSegment = 0;
   int32_t worstSteps = 0; ///< estimated steps of the fullest threadblock
 };
 
 /// Splits `s` with segment length `len`.
-Plan splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
+Split splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
                int32_t len) {
   std::vector<MsgEnds> ends = indexMessages(s);
   auto msgSegment = [&](MsgId m) {
     const MsgEnds &e = ends[m];
     return pos[e.sender][e.sendOp] / len;
   };
-  Plan plan;
+  Split plan;
   plan.result = s;
   Schedule &out = plan.result;
   const int32_t base = s.numChannels;
@@ -158,7 +159,7 @@ llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
   // Each boundary adds at most a split half per segment; shrink until the
   // fullest segment fits.
   for (int32_t len = maxSteps - 1; len >= 1; len -= std::max(1, len / 16)) {
-    Plan plan = splitWith(s, pos, len);
+    Split plan = splitWith(s, pos, len);
     if (plan.worstSteps > maxSteps)
       continue;
     if (plan.result.numChannels > maxChannels)

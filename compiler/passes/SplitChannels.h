@@ -14,6 +14,7 @@
 #define TOPOCC_COMPILER_PASSES_SPLITCHANNELS_H
 
 #include "ir/Schedule.h"
+#include "ir/Target.h"
 
 #include "llvm/Support/Error.h"
 
@@ -23,7 +24,7 @@ namespace topocc::passes {
 /// earlier op of its rank (list order is a topological order). A user error
 /// when the segments would need more than `maxChannels` channels.
 llvm::Error splitChannels(ir::Schedule &s, int32_t maxSteps,
-                          int32_t maxChannels = 32);
+                          int32_t maxChannels = ir::kMscclMaxChannels);
 
 } // namespace topocc::passes
 

@@ -119,7 +119,7 @@ struct Route {
   bool found() const { return exists; }
 };
 
-/// A what-if patch operation (TOPOLOGY_FORMAT.md section 6).
+/// A what-if patch operation (docs/TopologyFormat.md, "Scenarios").
 struct ScenarioOp {
   enum Kind { Fail, Scale, Set, Sweep, Extends };
   Kind kind = Fail;
@@ -227,10 +227,10 @@ private:
   std::shared_ptr<const std::string> source_;
 };
 
-/// Connectivity check of TOPOLOGY_FORMAT.md section 7: every GPU reaches every
-/// other GPU without forwarding through a GPU. Adds one diagnostic at `loc`
-/// (or at the first cut-off GPU when `loc` is invalid) naming the GPUs cut
-/// off, prefixed with `context` (e.g. "after scenario 'x': ").
+/// Connectivity check (docs/TopologyFormat.md, "Validation"): every GPU reaches
+/// every other GPU without forwarding through a GPU. Adds one diagnostic at
+/// `loc` (or at the first cut-off GPU when `loc` is invalid) naming the GPUs
+/// cut off, prefixed with `context` (e.g. "after scenario 'x': ").
 void checkConnectivity(const Topology &t, DiagnosticList &diags,
                        const SourceLoc &loc = {},
                        llvm::StringRef context = {});

@@ -3,8 +3,8 @@
 // Reads the `topocc/v1` topology format (docs/TopologyFormat.md), expands
 // templates and captures, and validates the result. Stage: first stage of
 // the compiler. The YAML library stays in the .cpp; its exceptions stop there.
-// Invariant: a returned Topology passed every check of TOPOLOGY_FORMAT.md
-// section 7; errors list every problem found, each with file:line:col.
+// Invariant: a returned Topology passed every check of docs/TopologyFormat.md,
+// "Validation"; errors list every problem found, each with file:line:col.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_TOPOLOGY_TOPOLOGYPARSER_H

@@ -1,6 +1,6 @@
 //===- compiler/topology/Units.cpp - Quantities with units ----------------===//
 //
-// Unit table of TOPOLOGY_FORMAT.md section 2 and the near-miss hints.
+// Unit table of docs/TopologyFormat.md, "Units", and the near-miss hints.
 //
 //===----------------------------------------------------------------------===//
 

@@ -5,6 +5,10 @@
 // interpreter's staging and scratch are device workspaces owned here, and
 // finish() synchronises the stream. Derived classes do the transfers.
 //
+// Thread safety: not synchronised: calls on one CudaTransport (its stream,
+// its workspaces) must not overlap; transports of different ranks, each on
+// its own stream, may be used from different threads.
+//
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_CUDA_CUDATRANSPORT_H
 #define TOPOCC_RUNTIME_CUDA_CUDATRANSPORT_H

@@ -22,8 +22,8 @@ cudaStream_t newStream() {
 
 LocalCudaTransport::LocalCudaTransport(LocalCudaFabric &fabric, int rank,
                                        bool roundBased)
-    : CudaTransport(newStream(), /*ownsStream=*/true), f(fabric), me(rank),
-      rounds(roundBased) {
+    : LocalEndpoint(fabric, rank, newStream(), /*ownsStream=*/true),
+      f(fabric), rounds(roundBased) {
   std::lock_guard<std::mutex> lock(f.mu);
   f.streams[me] = strm;
 }
@@ -97,20 +97,14 @@ llvm::Expected<RequestId> LocalCudaTransport::irecv(void *buf, size_t bytes,
 std::shared_ptr<LocalCudaFabric::Transfer>
 LocalCudaTransport::matchOrQueue(LocalCudaFabric::Queues &theirs,
                                  LocalCudaFabric::Queues &mine,
-                                 const LocalCudaFabric::Key &key,
-                                 bool &matched) {
-  std::shared_ptr<LocalCudaFabric::Transfer> x;
-  auto &waiting = theirs[key];
-  matched = !waiting.empty();
-  if (matched) {
-    x = waiting.front();
-    waiting.pop_front();
-  } else {
-    x = std::make_shared<LocalCudaFabric::Transfer>();
-    mine[key].push_back(x);
-  }
-  if (waiting.empty())
-    theirs.erase(key);
+                                 const LocalKey &key, bool &matched) {
+  std::optional<std::shared_ptr<LocalCudaFabric::Transfer>> waiting =
+      theirs.take(key);
+  matched = waiting.has_value();
+  if (matched)
+    return std::move(*waiting);
+  auto x = std::make_shared<LocalCudaFabric::Transfer>();
+  mine.push(key, x);
   return x;
 }
 
@@ -149,39 +143,6 @@ llvm::Expected<bool> LocalCudaTransport::tryComplete(RequestId id) {
   }
   requests.erase(it);
   return true;
-}
-
-llvm::Expected<bool> LocalCudaTransport::test(RequestId req) {
-  std::lock_guard<std::mutex> lock(f.mu);
-  return tryComplete(req);
-}
-
-llvm::Error LocalCudaTransport::wait(RequestId req) {
-  auto r = waitAny(llvm::ArrayRef<RequestId>(req), 0);
-  if (!r)
-    return r.takeError();
-  return llvm::Error::success();
-}
-
-llvm::Expected<std::optional<size_t>>
-LocalCudaTransport::waitAny(llvm::ArrayRef<RequestId> reqs,
-                            double timeoutSeconds) {
-  return f.waitFor(timeoutSeconds,
-                   [&](bool &) -> llvm::Expected<std::optional<size_t>> {
-                     for (size_t i = 0; i < reqs.size(); ++i) {
-                       auto done = tryComplete(reqs[i]);
-                       if (!done)
-                         return done.takeError();
-                       if (*done)
-                         return std::optional<size_t>(i);
-                     }
-                     return std::optional<size_t>();
-                   });
-}
-
-llvm::Expected<std::vector<RunHeader>>
-LocalCudaTransport::allgatherHeader(const RunHeader &mine) {
-  return f.allgatherHeader(gatherCalls++, me, mine);
 }
 
 } // namespace topocc::runtime

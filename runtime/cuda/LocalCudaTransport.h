@@ -8,19 +8,22 @@
 // A request completes on the host when it is matched, the GPU work stays
 // stream ordered. With roundBased = true it takes the plan round by round
 // like NcclTransport, so the NCCL ordering and the kernels are tested with
-// one device.
+// one device. The matching and the waiting are runtime/LocalMailbox.h's.
+//
+// Thread safety: one LocalCudaFabric is shared by the threads of all ranks
+// (its state is guarded by its mutex); a LocalCudaTransport is one rank's
+// and is called from one thread at a time (its stream and workspaces are
+// its own). Ranks call their transports concurrently.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H
 #define TOPOCC_RUNTIME_CUDA_LOCALCUDATRANSPORT_H
 
-#include "runtime/LocalTransport.h"
+#include "runtime/LocalMailbox.h"
 #include "runtime/cuda/CudaTransport.h"
 
-#include <deque>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 namespace topocc::runtime {
@@ -32,7 +35,6 @@ public:
 
 private:
   friend class LocalCudaTransport;
-  using Key = std::tuple<int, int, int64_t>; ///< sender, receiver, msg
   struct Transfer {
     const void *src = nullptr;
     void *dst = nullptr;
@@ -42,30 +44,22 @@ private:
     bool matched = false;
     bool sizeMismatch = false;
   };
-  using Queues = std::map<Key, std::deque<std::shared_ptr<Transfer>>>;
+  using Queues = LocalMailbox<std::shared_ptr<Transfer>>;
   std::vector<cudaStream_t> streams;
-  /// Unmatched sends and receives, FIFO per key.
+  /// Unmatched sends and receives.
   Queues sends, recvs;
 };
 
-class LocalCudaTransport final : public CudaTransport {
+class LocalCudaTransport final : public LocalEndpoint<CudaTransport> {
 public:
   /// Creates this rank's stream on the current device.
   LocalCudaTransport(LocalCudaFabric &fabric, int rank, bool roundBased = true);
   ~LocalCudaTransport() override;
-  int rank() const override { return me; }
-  int size() const override { return f.size(); }
   bool roundBased() const override { return rounds; }
   llvm::Expected<RequestId> isend(const void *buf, size_t bytes, int peer,
                                   int64_t msg) override;
   llvm::Expected<RequestId> irecv(void *buf, size_t bytes, int peer,
                                   int64_t msg) override;
-  llvm::Expected<bool> test(RequestId req) override;
-  llvm::Error wait(RequestId req) override;
-  llvm::Expected<std::optional<size_t>>
-  waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) override;
-  llvm::Expected<std::vector<RunHeader>>
-  allgatherHeader(const RunHeader &mine) override;
 
 private:
   struct Request {
@@ -80,7 +74,7 @@ private:
   /// with the queues swapped.
   std::shared_ptr<LocalCudaFabric::Transfer>
   matchOrQueue(LocalCudaFabric::Queues &theirs, LocalCudaFabric::Queues &mine,
-               const LocalCudaFabric::Key &key, bool &matched);
+               const LocalKey &key, bool &matched);
   /// REQUIRES: f.mu held. Starts the copy of a matched transfer on
   /// `receiver`'s stream, then registers the request.
   llvm::Expected<RequestId>
@@ -88,15 +82,12 @@ private:
        int receiver, bool isSend, int peer, int64_t msg);
   /// REQUIRES: f.mu held. Enqueues the copy of a matched transfer.
   llvm::Error startCopy(LocalCudaFabric::Transfer &x, int receiver);
-  /// REQUIRES: f.mu held. True when `id` completed (and was released).
-  llvm::Expected<bool> tryComplete(RequestId id);
+  llvm::Expected<bool> tryComplete(RequestId id) override;
 
   LocalCudaFabric &f;
-  int me;
   bool rounds;
   RequestId nextId = 0;
   std::map<RequestId, Request> requests;
-  int64_t gatherCalls = 0;
 };
 
 } // namespace topocc::runtime

@@ -57,38 +57,44 @@ MpiTransport::MpiTransport() : impl(std::make_unique<Impl>()) {
 
 MpiTransport::~MpiTransport() = default;
 
-llvm::Expected<RequestId> MpiTransport::isend(const void *buf, size_t bytes,
-                                              int peer, int64_t msg) {
+/// Posts MPI_Isend (isSend; it only reads `buf`) or MPI_Irecv of message
+/// `msg` with `tag`.
+static llvm::Expected<MPI_Request> post(bool isSend, void *buf, size_t bytes,
+                                        int peer, int64_t msg, int tag) {
+  llvm::StringRef dir = isSend ? "to" : "from";
   if (bytes > size_t(INT_MAX))
     return makeUserError(llvm::formatv(
-        "message {0} to rank {1} has {2} bytes; the MPI transport sends at "
-        "most {3} bytes per message (use more chunks)",
-        msg, peer, bytes, INT_MAX));
+        "message {0} {1} rank {2} has {3} bytes; the MPI transport sends at "
+        "most {4} bytes per message (use more chunks)",
+        msg, dir, peer, bytes, INT_MAX));
   MPI_Request r;
-  int rc = MPI_Isend(buf, int(bytes), MPI_BYTE, peer, tagOf(msg),
-                     MPI_COMM_WORLD, &r);
+  int rc =
+      isSend
+          ? MPI_Isend(buf, int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r)
+          : MPI_Irecv(buf, int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
   if (rc != MPI_SUCCESS)
-    return mpiError(rc, llvm::formatv("MPI_Isend of message {0} to rank {1}",
-                                      msg, peer)
+    return mpiError(rc, llvm::formatv("{0} of message {1} {2} rank {3}",
+                                      isSend ? "MPI_Isend" : "MPI_Irecv", msg,
+                                      dir, peer)
                             .str());
-  return impl->add(r);
+  return r;
+}
+
+llvm::Expected<RequestId> MpiTransport::isend(const void *buf, size_t bytes,
+                                              int peer, int64_t msg) {
+  auto r = post(/*isSend=*/true, const_cast<void *>(buf), bytes, peer, msg,
+                tagOf(msg));
+  if (!r)
+    return r.takeError();
+  return impl->add(*r);
 }
 
 llvm::Expected<RequestId> MpiTransport::irecv(void *buf, size_t bytes,
                                               int peer, int64_t msg) {
-  if (bytes > size_t(INT_MAX))
-    return makeUserError(llvm::formatv(
-        "message {0} from rank {1} has {2} bytes; the MPI transport sends at "
-        "most {3} bytes per message (use more chunks)",
-        msg, peer, bytes, INT_MAX));
-  MPI_Request r;
-  int rc = MPI_Irecv(buf, int(bytes), MPI_BYTE, peer, tagOf(msg),
-                     MPI_COMM_WORLD, &r);
-  if (rc != MPI_SUCCESS)
-    return mpiError(rc, llvm::formatv("MPI_Irecv of message {0} from rank {1}",
-                                      msg, peer)
-                            .str());
-  return impl->add(r);
+  auto r = post(/*isSend=*/false, buf, bytes, peer, msg, tagOf(msg));
+  if (!r)
+    return r.takeError();
+  return impl->add(*r);
 }
 
 llvm::Expected<bool> MpiTransport::test(RequestId req) {

@@ -6,6 +6,9 @@
 // for the run header. mpi.h stays out of this header. Built only with
 // TOPOCC_WITH_MPI and OpenMPI found (library topocc_runtime_mpi).
 //
+// Thread safety: none. One MpiTransport per process, called from the thread
+// that initialised MPI (MPI_Init: MPI_THREAD_SINGLE), one call at a time.
+//
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_MPI_MPITRANSPORT_H
 #define TOPOCC_RUNTIME_MPI_MPITRANSPORT_H

@@ -2,10 +2,11 @@
 //-*-===//
 //
 // The hand-built bound graphs shared by tests/unit/bound and tests/unit/trees
-// (before, each test file carried its own near copy): the FORESTCOLL.md 7.1
-// reference models (DGX-A100 x n, MI250 x n, DGX-1) and the random meshes of
-// the property tests. Header-only; tests/support is not a unit-test folder
-// (tests/CMakeLists.txt makes a binary of every folder of tests/unit only).
+// (before, each test file carried its own near copy): the reference models of
+// docs/Algorithms-trees.md, "Reference fixtures" (DGX-A100 x n, MI250 x n,
+// DGX-1) and the random meshes of the property tests. Header-only;
+// tests/support is not a unit-test folder (tests/CMakeLists.txt makes a binary
+// of every folder of tests/unit only).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_TESTS_SUPPORT_BOUNDGRAPHS_H
@@ -41,7 +42,7 @@ inline void addLink(analysis::BoundGraph &g, int a, int b, int64_t gbps) {
   addLink(g, a, b, gbps, gbps);
 }
 
-/// FORESTCOLL.md 7.1 "DGX-A100 x n (ForestColl model)", exactly: per box 8
+/// "DGX-A100 x n" of "Reference fixtures", exactly: per box 8
 /// GPUs and an NVSwitch at 300 GB/s; for n >= 2 a NIC per GPU (25 GB/s) and
 /// NIC i <-> global IB switch i mod 2 (25 GB/s). Box b: GPUs per*b .. +7,
 /// its NVSwitch per*b + 8, NICs per*b + 9 ..; the IB switches last.
@@ -176,7 +177,7 @@ inline analysis::BoundGraph fatTreeCluster(int pods, int nodes, int gpus,
 /// One DGX-A100 box: GPUs 0..7 on NVSwitch 8 at 300 GB/s.
 inline analysis::BoundGraph oneDgx() { return forestCollDgx(1); }
 
-/// FORESTCOLL.md 7.1 MI250 link matrix (x 50 GB/s per link).
+/// The MI250 link matrix of "Reference fixtures" (x 50 GB/s per link).
 inline const std::vector<std::vector<int>> kMi250 = {
     {0, 4, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
     {4, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0},
@@ -195,7 +196,8 @@ inline const std::vector<std::vector<int>> kMi250 = {
     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 4},
     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 4, 0}};
 
-/// FORESTCOLL.md 7.1 DGX-1 (NDv2) NVLink matrix (x 25 GB/s per link).
+/// The DGX-1 (NDv2) NVLink matrix of "Reference fixtures" (x 25 GB/s per
+/// link).
 inline const std::vector<std::vector<int>> kDgx1 = {
     {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
     {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
@@ -217,7 +219,7 @@ inline analysis::BoundGraph meshGraph(const std::vector<std::vector<int>> &m,
   return g;
 }
 
-/// FORESTCOLL.md 7.1 "MI250 x n": 16 GCDs per box, arc i->j = 50 L[i][j];
+/// "MI250 x n" of "Reference fixtures": 16 GCDs per box, arc i->j = 50 L[i][j];
 /// for n >= 2 every GCD <-> one global IB switch at 16 GB/s.
 inline analysis::BoundGraph forestCollMi250(int n) {
   analysis::BoundGraph g;

@@ -20,6 +20,7 @@
 #include "compiler/algorithms/Cerar.h"
 #include "compiler/algorithms/CerarPolicy.h"
 #include "compiler/analysis/CostModel.h"
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "CLI/CLI.hpp"
@@ -214,12 +215,12 @@ struct CerarPlanOptions {
 llvm::Expected<std::vector<double>> parseSizes(llvm::StringRef text,
                                                int factor) {
   auto [lo, hi] = text.split(':');
-  auto a = analysis::parseMessageSize(lo);
+  auto a = parseByteSize(lo, "--size");
   if (!a)
     return a.takeError();
   double b = *a;
   if (!hi.empty()) {
-    auto h = analysis::parseMessageSize(hi);
+    auto h = parseByteSize(hi, "--size");
     if (!h)
       return h.takeError();
     b = *h;
@@ -375,7 +376,8 @@ void registerCerarPlanCommand(CLI::App &app) {
                     "choice of c, eps and kappa per message size");
   cmd->add_option("topology", opts->file, "Topology YAML file")->required();
   cmd->add_option("--sizes", opts->sizes,
-                  "Sizes A:B (K/M/G are powers of 1024)")
+                  "Sizes A:B (K/M/G/T are powers of 1024; docs/CLI.md, "
+                  "Sizes)")
       ->capture_default_str();
   cmd->add_option("--factor", opts->factor, "Size step factor")
       ->capture_default_str();

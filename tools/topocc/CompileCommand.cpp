@@ -15,13 +15,16 @@
 
 #include "backends/MscclXml.h"
 #include "backends/PlanJson.h"
-#include "backends/NcclGraphXml.h"
+#include "backends/TopologyHash.h"
+#include "backends/NcclGraphRings.h"
 #include "compiler/analysis/CostModel.h"
 #include "compiler/Pipeline.h"
+#include "compiler/algorithms/ForestColl.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "CLI/CLI.hpp"
@@ -58,10 +61,10 @@ struct CompileOptions {
   bool inplace = false;
   bool outofplace = false;
   std::string proto = "Simple";
-  int maxSteps = 64;
+  int maxSteps = ir::kMscclMaxSteps;
   std::string scenario;
   std::string emit = "msccl-xml";
-  unsigned smCount = 108; ///< SMs of the target GPU (A100)
+  unsigned smCount = ir::kDefaultSmCount; ///< SMs of the target GPU
   std::string output;
   bool printAfterAll = false;
   bool timePasses = false;
@@ -87,14 +90,6 @@ llvm::Expected<std::vector<ir::RankId>> parseRingOrder(llvm::StringRef text) {
   return ring;
 }
 
-llvm::Error checkEmit(llvm::StringRef emit) {
-  if (emit == "msccl-xml" || emit == "ir" || emit == "nccl-graph" ||
-      emit == "plan")
-    return llvm::Error::success();
-  return makeUserError("unknown --emit '" + emit +
-                       "'; expected 'msccl-xml', 'ir', 'nccl-graph' or 'plan'");
-}
-
 /// --channels: 1 to 32, or auto (0).
 llvm::Expected<int32_t> parseChannels(llvm::StringRef text) {
   if (text == "auto")
@@ -108,12 +103,13 @@ llvm::Expected<int32_t> parseChannels(llvm::StringRef text) {
 
 /// The NCCL_GRAPH_FILE of a compiled ring plan; notes go to `notes`.
 llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
-                                            const CompiledPlan &plan,
+                                            const CompileResult &plan,
                                             const CompileRequest &req,
                                             std::vector<std::string> &notes) {
-  if (plan.algorithm != "ring")
+  if (plan.algorithm != Algorithm::Ring)
     return makeUserError(
-        "--emit nccl-graph cannot express --algorithm " + plan.algorithm +
+        "--emit nccl-graph cannot express --algorithm " +
+        algorithmName(plan.algorithm) +
         ": an NCCL_GRAPH_FILE only lists ring (and tree) channel orders, and "
         "NCCL runs its own algorithm over them; use --emit msccl-xml");
   std::vector<analysis::RingChannel> rings = plan.searched;
@@ -125,7 +121,8 @@ llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
       rings.push_back(std::move(rc));
     }
   analysis::LinkModel m(t);
-  auto xml = ncclGraphForRings(t, rings, req.collective, req.bytes, m);
+  auto xml =
+      backends::ncclGraphForRings(t, rings, req.collective, req.bytes, m);
   if (!xml)
     return xml.takeError();
   notes = xml->notes;
@@ -149,11 +146,12 @@ llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
 
 /// The text to write for `s` in the requested form.
 llvm::Expected<std::string> render(const ir::Schedule &s,
+                                   ir::OutputFormat emit,
                                    const CompileOptions &opts,
                                    const backends::PlanMeta &meta) {
-  if (opts.emit == "ir")
+  if (emit == ir::OutputFormat::Ir)
     return ir::scheduleToString(s);
-  if (opts.emit == "plan")
+  if (emit == ir::OutputFormat::Plan)
     return backends::planToJson(s, meta);
   backends::MscclXmlOptions xml;
   xml.proto = opts.proto;
@@ -190,68 +188,44 @@ llvm::Error runCompile(const CompileOptions &given) {
   CompileOptions opts = given;
   if (opts.algorithm.empty())
     opts.algorithm = opts.tolerance > 0 ? "auto" : "ring";
-  if (auto err = checkEmit(opts.emit))
-    return err;
+  auto emit = ir::parseOutputFormat(opts.emit);
+  if (!emit)
+    return emit.takeError();
   if (opts.inplace && opts.outofplace)
     return makeUserError("--inplace and --outofplace exclude each other");
   CompileRequest req;
-  req.algorithm = opts.algorithm;
+  auto algorithm = parseAlgorithm(opts.algorithm);
+  if (!algorithm)
+    return algorithm.takeError();
+  req.algorithm = *algorithm;
   auto channels = parseChannels(
-      !opts.channels.empty() ? opts.channels
-                             : (opts.algorithm == "auto" ? "auto" : "1"));
+      !opts.channels.empty()
+          ? opts.channels
+          : (req.algorithm == Algorithm::Auto ? "auto" : "1"));
   if (!channels)
     return channels.takeError();
   req.channels = *channels;
   req.chunks = opts.chunks;
-  auto bytes = analysis::parseMessageSize(opts.size);
+  auto bytes = parseByteSize(opts.size, "--size");
   if (!bytes)
     return bytes.takeError();
   req.bytes = *bytes;
   req.inplace = opts.inplace;
   req.proto = opts.proto;
-  req.maxSteps = opts.maxSteps;
   req.verifyEach = opts.verifyEach;
-  if (opts.treesPerRoot != "auto") {
-    int64_t k;
-    if (llvm::StringRef(opts.treesPerRoot).getAsInteger(10, k) || k < 1 ||
-        k > 1000)
-      return makeUserError("invalid --trees-per-root '" + opts.treesPerRoot +
-                           "' (expected 1 to 1000 or auto)");
-    if (opts.algorithm != "trees" && opts.algorithm != "auto")
-      return makeUserError("--trees-per-root applies to --algorithm trees");
-    req.treesPerRoot = k;
-  }
-  const bool codedAlgorithm = opts.algorithm == "cerar" ||
-                              opts.algorithm == "hier-cerar" ||
-                              opts.algorithm == "auto";
-  if (!codedAlgorithm &&
-      (opts.components != 0 || opts.tolerance != 0 || opts.kappaMax != 0 ||
-       opts.seam != 0 || opts.wireDtype != "fp32"))
-    return makeUserError("--components, --tolerance, --wire-dtype, "
-                         "--kappa-max and --cerar-rotate-seam apply to "
-                         "--algorithm cerar, hier-cerar or auto");
-  if (opts.components < 0 || opts.kappaMax < 0 || opts.seam < 0)
-    return makeUserError(
-        "--components, --kappa-max and --cerar-rotate-seam must not be "
-        "negative");
-  if ((opts.algorithm == "cerar" || opts.algorithm == "hier-cerar") &&
-      opts.emit == "msccl-xml")
-    return makeUserError(
-        "--algorithm " + opts.algorithm +
-        " produces a coded schedule (linear combinations with coefficients "
-        "and subtraction) that the MSCCL executor cannot run; use --emit "
-        "plan (topocc runtime) or --emit ir");
+  auto treesPerRoot = algorithms::parseTreesPerRoot(opts.treesPerRoot);
+  if (!treesPerRoot)
+    return treesPerRoot.takeError();
+  req.treesPerRoot = *treesPerRoot;
   req.components = opts.components;
   req.tolerance = opts.tolerance;
   req.wireDtype = opts.wireDtype;
   req.kappaMax = opts.kappaMax;
   req.seamOffset = opts.seam;
-  req.allowCoded = opts.emit == "plan" || opts.emit == "ir";
-  // MSCCL XML has 32 channels; plan JSON and the IR have no channel limit.
-  req.maxChannels = req.allowCoded ? 0 : 32;
-  // MSCCL XML: every threadblock of a rank must be resident (one per SM).
-  req.maxThreadblocksPerRank =
-      opts.emit == "msccl-xml" ? static_cast<int32_t>(opts.smCount) : 0;
+  req.target = ir::TargetLimits::forFormat(
+      *emit, static_cast<int32_t>(opts.smCount), opts.maxSteps);
+  if (auto err = checkCompileRequest(req))
+    return err;
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
 
   ir::Schedule result;
@@ -263,7 +237,7 @@ llvm::Error runCompile(const CompileOptions &given) {
   size_t ncclChannels = 0;
   bool timingsPending = false;
   if (!opts.runPass.empty()) {
-    if (opts.emit == "nccl-graph")
+    if (*emit == ir::OutputFormat::NcclGraph)
       return makeUserError("--emit nccl-graph needs a topology, not "
                            "--run-pass");
     if (opts.inputIr.empty())
@@ -314,7 +288,7 @@ llvm::Error runCompile(const CompileOptions &given) {
       return plan.takeError();
     }
     timingsPending = true;
-    meta.algorithm = plan->algorithm;
+    meta.algorithm = algorithmName(plan->algorithm).str();
     meta.errorBound = plan->codedError;
     meta.roundoffGain = plan->codedRoundoffGain;
     if (opts.explain)
@@ -325,14 +299,14 @@ llvm::Error runCompile(const CompileOptions &given) {
                                     "operator norm {0:e}\n",
                                     plan->codedError)
                           .str();
-    if (opts.emit == "nccl-graph") {
+    if (*emit == ir::OutputFormat::NcclGraph) {
       auto xml = renderNcclGraph(*topo, *plan, req, notes);
       if (!xml)
         return xml.takeError();
       text = std::move(*xml);
       ncclChannels = plan->rings.size();
     }
-    ringsLine = "  " + plan->algorithm + ": " + plan->source;
+    ringsLine = "  " + algorithmName(plan->algorithm).str() + ": " + plan->summary;
     if (!plan->rings.empty()) {
       std::vector<std::string> chans;
       for (const ChannelRing &cr : plan->rings) {
@@ -348,9 +322,9 @@ llvm::Error runCompile(const CompileOptions &given) {
     ringsLine += "\n";
     result = std::move(plan->schedule);
   }
-  if (opts.emit != "nccl-graph") {
+  if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
-    auto rendered = render(result, opts, meta);
+    auto rendered = render(result, *emit, opts, meta);
     log.recordTime("emit " + opts.emit,
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
@@ -367,7 +341,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     log.printTimings(llvm::errs());
   if (auto err = writeOutputFile(opts.output, text))
     return err;
-  if (opts.output != "-" && opts.emit == "nccl-graph")
+  if (opts.output != "-" && *emit == ir::OutputFormat::NcclGraph)
     llvm::outs() << llvm::formatv(
         "wrote {0}: NCCL_GRAPH_FILE, {1} ring channel{2} of a verified {3} "
         "{4} schedule over {5} ranks\n",
@@ -408,8 +382,8 @@ void registerCompileCommand(CLI::App &app) {
                   "Rings (MSCCL channels), or auto (the ring search chooses); "
                   "default 1, auto with --algorithm auto");
   cmd->add_option("--size", opts->size,
-                  "Message size the rings are chosen for (K/M/G are powers "
-                  "of 1024)")
+                  "Message size the rings are chosen for (K/M/G/T are "
+                  "powers of 1024; docs/CLI.md, Sizes)")
       ->capture_default_str();
   cmd->add_option("--chunks", opts->chunks,
                   "Chunks per rank per channel (pipelining); trees: pieces "
@@ -465,8 +439,8 @@ void registerCompileCommand(CLI::App &app) {
   cmd->add_flag("--verify-each", opts->verifyEach,
                 "Verify the schedule after every pass");
   cmd->add_option("--run-pass", opts->runPass,
-                  "Run only this pass (fuse, assign-channels, "
-                  "assign-threadblocks, legalize-dependencies) on --input-ir");
+                  "Run only this pass (" + llvm::join(passNames(), ", ") +
+                      ") on --input-ir");
   cmd->add_option("--input-ir", opts->inputIr,
                   "Textual schedule IR for --run-pass");
   cmd->callback([opts] { finishCommand(runCompile(*opts)); });

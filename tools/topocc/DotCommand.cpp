@@ -22,6 +22,7 @@
 #include "compiler/passes/LowerRing.h"
 #include "compiler/topology/ScenarioCli.h"
 #include "compiler/topology/TopologyParser.h"
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "CLI/CLI.hpp"
@@ -53,22 +54,10 @@ llvm::Expected<std::vector<double>>
 ringUtilization(const topo::Topology &t, analysis::LinkModel &m,
                 const algorithms::RingSearchResult &found, ir::Collective c,
                 double bytes, int chunks) {
-  passes::RingOptions ro;
-  ro.collective = c;
-  ro.numRanks = t.numRanks();
-  ro.channels = static_cast<int32_t>(found.rings.size());
-  ro.chunks = chunks;
-  std::vector<double> shares;
+  passes::RingOptions ro =
+      passes::searchedRingOptions(found.rings, c, t.numRanks(), chunks);
   analysis::SimOptions so;
-  for (const analysis::RingChannel &rc : found.rings) {
-    ro.channelOrders.push_back(rc.order);
-    shares.push_back(rc.share);
-    for (size_t i = 0; i < rc.nics.size() && i < rc.order.size(); ++i)
-      if (rc.nics[i].isSet())
-        so.routeHints.push_back(
-            {rc.order[i], rc.order[(i + 1) % rc.order.size()], rc.nics[i]});
-  }
-  ro.channelChunks = passes::chunksForShares(shares, ro.chunks);
+  so.routeHints = analysis::ringRouteHints(found.rings);
   auto s = passes::lowerRing(ro);
   if (!s)
     return s.takeError();
@@ -93,7 +82,7 @@ llvm::Error runDotCommand(const DotCmdOptions &opts) {
   auto coll = parseCollective(opts.collective);
   if (!coll)
     return coll.takeError();
-  auto bytes = analysis::parseMessageSize(opts.size);
+  auto bytes = parseByteSize(opts.size, "--size");
   if (!bytes)
     return bytes.takeError();
   auto ops = opts.patch.parse();

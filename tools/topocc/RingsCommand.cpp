@@ -10,13 +10,15 @@
 
 #include "tools/topocc/Driver.h"
 
-#include "backends/NcclGraphXml.h"
+#include "backends/NcclGraphRings.h"
+#include "compiler/lowerings/Lowering.h"
 #include "compiler/Pipeline.h"
 #include "compiler/algorithms/RingSearch.h"
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/NcclModel.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "CLI/CLI.hpp"
@@ -146,7 +148,7 @@ llvm::Error runRings(const RingsOptions &opts) {
   auto coll = parseCollective(opts.collective);
   if (!coll)
     return coll.takeError();
-  auto bytes = analysis::parseMessageSize(opts.size);
+  auto bytes = parseByteSize(opts.size, "--size");
   if (!bytes)
     return bytes.takeError();
   algorithms::RingSearchOptions so;
@@ -199,7 +201,7 @@ llvm::Error runRings(const RingsOptions &opts) {
   std::optional<analysis::CostReport> hier;
   std::string hierWhy;
   if (so.collective == ir::Collective::AllReduce && t.numNodes() >= 2) {
-    auto hs = lowerHierRingFor(t, so.collective, /*channels=*/1,
+    auto hs = lowerings::lowerHierRingFor(t, so.collective, /*channels=*/1,
                                /*chunks=*/1, /*inplace=*/false, so.bytes);
     if (!hs) {
       hierWhy = llvm::toString(hs.takeError());
@@ -215,7 +217,7 @@ llvm::Error runRings(const RingsOptions &opts) {
   // NCCL graph file.
   std::vector<std::string> notes;
   if (!opts.ncclGraph.empty()) {
-    auto xml = ncclGraphForRings(t, found->rings, so.collective, so.bytes, m);
+    auto xml = backends::ncclGraphForRings(t, found->rings, so.collective, so.bytes, m);
     if (!xml)
       return xml.takeError();
     if (auto err = writeOutputFile(opts.ncclGraph, xml->xml))
@@ -338,7 +340,8 @@ void registerRingsCommand(CLI::App &app) {
                   "allreduce, allgather or reducescatter")
       ->capture_default_str();
   cmd->add_option("--size", opts->size,
-                  "Message size S (K/M/G are powers of 1024)")
+                  "Message size S (K/M/G/T are powers of 1024; docs/CLI.md, "
+                  "Sizes)")
       ->capture_default_str();
   cmd->add_option("--channels", opts->channels, "Number of rings, or auto")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include "tools/topocc/TreeOptions.h"
 
 #include "compiler/analysis/CostModel.h"
+#include "support/ByteSize.h"
 #include "tools/topocc/Driver.h"
 
 #include "CLI/CLI.hpp"
@@ -13,7 +14,9 @@ namespace topocc::driver {
 
 void addGraphOptions(CLI::App *cmd, GraphOptions &o) {
   cmd->add_option("topology", o.file, "Topology YAML file")->required();
-  cmd->add_option("--size", o.size, "Message size M (K/M/G are powers of 1024)")
+  cmd->add_option("--size", o.size,
+                  "Message size M (K/M/G/T are powers of 1024; docs/CLI.md, "
+                  "Sizes)")
       ->capture_default_str();
   cmd->add_option("--scenario", o.scenario, "Apply this named scenario first");
   cmd->add_option("--capacity", o.capacity,
@@ -30,7 +33,7 @@ llvm::Expected<GraphInput> loadGraphInput(const GraphOptions &o) {
   auto capacity = analysis::parseCapacityKind(o.capacity);
   if (!capacity)
     return capacity.takeError();
-  auto bytes = analysis::parseMessageSize(o.size);
+  auto bytes = parseByteSize(o.size, "--size");
   if (!bytes)
     return bytes.takeError();
   auto topo = loadTopology(o.file, o.scenario);

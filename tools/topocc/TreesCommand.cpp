@@ -173,14 +173,10 @@ llvm::Error runTrees(const TreesOptions &opts) {
   else
     return makeUserError("unknown --policy '" + opts.policy +
                          "' (expected proposal, spread or greedy)");
-  if (opts.treesPerRoot != "auto") {
-    int64_t k;
-    if (llvm::StringRef(opts.treesPerRoot).getAsInteger(10, k) || k < 1 ||
-        k > 1000)
-      return makeUserError("invalid --trees-per-root '" + opts.treesPerRoot +
-                           "' (expected 1 to 1000 or auto)");
-    fo.treesPerRoot = k;
-  }
+  auto k = algorithms::parseTreesPerRoot(opts.treesPerRoot);
+  if (!k)
+    return k.takeError();
+  fo.treesPerRoot = k->value_or(0);
   auto input = loadGraphInput(opts);
   if (!input)
     return input.takeError();

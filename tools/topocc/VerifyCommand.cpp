@@ -20,6 +20,7 @@
 #include "compiler/analysis/Simulator.h"
 #include "compiler/topology/TopologyParser.h"
 #include "compiler/topology/Units.h"
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "CLI/CLI.hpp"
@@ -71,42 +72,10 @@ struct FileResult {
   }
 };
 
-/// "1G" (binary, as nccl-tests reads -b/-e), "64K", "1048576", or a size
-/// with a unit of the topology format ("1 GiB", "4MB").
+/// --size: a byte size as every command reads it (support/ByteSize.h).
 llvm::Expected<double> parseSize(llvm::StringRef text) {
-  llvm::StringRef t = text.trim();
-  uint64_t mult = 1;
-  if (!t.empty()) {
-    switch (t.back()) {
-    case 'K':
-    case 'k':
-      mult = uint64_t(1) << 10;
-      break;
-    case 'M':
-    case 'm':
-      mult = uint64_t(1) << 20;
-      break;
-    case 'G':
-    case 'g':
-      mult = uint64_t(1) << 30;
-      break;
-    case 'T':
-    case 't':
-      mult = uint64_t(1) << 40;
-      break;
-    default:
-      break;
-    }
-  }
-  uint64_t n = 0;
-  llvm::StringRef num = mult == 1 ? t : t.drop_back();
-  if (!num.empty() && !num.getAsInteger(10, n) && n > 0)
-    return double(n) * double(mult);
-  auto q = topo::parseQuantity(t, topo::QuantityKind::Size, "size");
-  if (q && q->value > 0)
-    return q->value;
-  if (!q)
-    llvm::consumeError(q.takeError());
+  if (std::optional<double> bytes = readByteSize(text))
+    return *bytes;
   return makeUserError("invalid --size '" + text +
                        "': expected a positive byte count such as 1G, 64K, "
                        "1048576 or 1 GiB");

@@ -94,27 +94,13 @@ analysis::WhatIfAlgorithm ringAlgorithm() {
         auto found = algorithms::searchRings(ctx.topology, ctx.links, so);
         if (!found)
           return found.takeError();
-        passes::RingOptions ro;
-        ro.collective = so.collective;
-        ro.numRanks = ctx.topology.numRanks();
-        ro.channels = static_cast<int32_t>(found->rings.size());
-        ro.chunks = ctx.settings.chunks;
-        std::vector<double> shares;
-        std::vector<analysis::SimRouteHint> hints;
-        for (const analysis::RingChannel &rc : found->rings) {
-          ro.channelOrders.push_back(rc.order);
-          shares.push_back(rc.share);
-          for (size_t i = 0; i < rc.nics.size() && i < rc.order.size(); ++i)
-            if (rc.nics[i].isSet())
-              hints.push_back({rc.order[i],
-                               rc.order[(i + 1) % rc.order.size()],
-                               rc.nics[i]});
-        }
-        ro.channelChunks = passes::chunksForShares(shares, ro.chunks);
-        auto s = lowerAndFuse(ro);
+        auto s = lowerAndFuse(passes::searchedRingOptions(
+            found->rings, so.collective, ctx.topology.numRanks(),
+            ctx.settings.chunks));
         if (!s)
           return s.takeError();
-        return analysis::RoutedSchedule{std::move(*s), std::move(hints)};
+        return analysis::RoutedSchedule{
+            std::move(*s), analysis::ringRouteHints(found->rings)};
       });
 }
 
@@ -148,24 +134,26 @@ private:
 /// (the whole pipeline, compiler/Pipeline.h) for the largest size of the
 /// sweep; n/a with compile's message where the algorithm does not apply to
 /// the topology (a user error), an error for a bug (an internal error).
-analysis::WhatIfAlgorithm compiledAlgorithm(std::string name,
+analysis::WhatIfAlgorithm compiledAlgorithm(Algorithm algorithm,
                                             std::string description) {
   analysis::WhatIfAlgorithm a;
+  const std::string name = algorithmName(algorithm).str();
   a.name = name;
   a.description = std::move(description);
-  a.make = [name](const analysis::WhatIfContext &ctx)
+  a.make = [name, algorithm](const analysis::WhatIfContext &ctx)
       -> llvm::Expected<std::unique_ptr<analysis::WhatIfEvaluator>> {
     CompileRequest req;
     req.collective = ctx.settings.collective;
-    req.algorithm = name;
+    req.algorithm = algorithm;
     // CERAR's messages are its components: no pipelining chunks.
-    const bool coded = name == "cerar" || name == "hier-cerar";
+    const bool coded =
+        algorithm == Algorithm::Cerar || algorithm == Algorithm::HierCerar;
     req.chunks = coded ? 1 : ctx.settings.chunks;
-    if (coded || name == "auto")
+    if (coded || algorithm == Algorithm::Auto)
       req.tolerance = ctx.settings.tolerance;
     // auto picks by the same simulation this table shows (mode, reduce
     // bandwidth), so its column is the fastest of the candidates.
-    if (name == "auto") {
+    if (algorithm == Algorithm::Auto) {
       req.autoSimMode = ctx.settings.mode;
       req.autoReduceBandwidth = ctx.settings.reduceBandwidth;
     }
@@ -201,18 +189,18 @@ analysis::WhatIfRegistry makeRegistry() {
   r.add(ringAlgorithm());
   r.add(rankRingAlgorithm());
   analysis::addAnalysisAlgorithms(r); // nccl-model, bound
-  r.add(compiledAlgorithm("trees", "ForestColl spanning trees, compiled "
+  r.add(compiledAlgorithm(Algorithm::Trees, "ForestColl spanning trees, compiled "
                                    "(`compile --algorithm trees`)"));
-  r.add(compiledAlgorithm("hier-ring", "hierarchical ring, compiled "
+  r.add(compiledAlgorithm(Algorithm::HierRing, "hierarchical ring, compiled "
                                        "(`compile --algorithm hier-ring`)"));
-  r.add(compiledAlgorithm("cerar", "CERAR coded all-reduce, compiled for the "
+  r.add(compiledAlgorithm(Algorithm::Cerar, "CERAR coded all-reduce, compiled for the "
                                    "largest size (`compile --algorithm "
                                    "cerar`, needs --tolerance)"));
-  r.add(compiledAlgorithm("hier-cerar", "hierarchical CERAR (exact "
+  r.add(compiledAlgorithm(Algorithm::HierCerar, "hierarchical CERAR (exact "
                                         "intra-node phases, CERAR per rail), "
                                         "compiled for the largest size, "
                                         "needs --tolerance"));
-  r.add(compiledAlgorithm("auto", "what `compile --algorithm auto` chooses "
+  r.add(compiledAlgorithm(Algorithm::Auto, "what `compile --algorithm auto` chooses "
                                   "for the largest size"));
   return r;
 }
@@ -442,8 +430,8 @@ void registerWhatIfCommand(CLI::App &app) {
                   "allreduce, allgather or reducescatter")
       ->capture_default_str();
   cmd->add_option("--sizes", opts->sizes,
-                  "SIZE, MIN:MAX or MIN:MAX:FACTOR, comma-separated (K/M/G "
-                  "are powers of 1024)")
+                  "SIZE, MIN:MAX or MIN:MAX:FACTOR, comma-separated (K/M/G/T "
+                  "are powers of 1024; docs/CLI.md, Sizes)")
       ->capture_default_str();
   cmd->add_option("--algorithms", opts->algorithms,
                   "Comma-separated: ring, rank-ring, nccl-model, bound, trees, "

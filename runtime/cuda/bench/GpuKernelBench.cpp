@@ -18,6 +18,7 @@
 
 #include "runtime/DType.h"
 #include "runtime/cuda/CudaKernels.h"
+#include "support/ByteSize.h"
 
 #include <cuda_runtime_api.h>
 
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,18 +44,6 @@ namespace {
       std::exit(2);                                                           \
     }                                                                         \
   } while (0)
-
-size_t parseSize(const char *s) {
-  char *end = nullptr;
-  double v = std::strtod(s, &end);
-  switch (end && *end ? *end : ' ') {
-  case 'K': case 'k': v *= 1024; break;
-  case 'M': case 'm': v *= 1024 * 1024; break;
-  case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-  default: break;
-  }
-  return size_t(v);
-}
 
 /// Mean seconds per call of `f` over `iters` after `warm` warm-ups.
 double timeIt(const std::function<cudaError_t()> &f, int iters, int warm) {
@@ -85,9 +75,18 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? argv[++i] : (char *)"0"; };
-    if (a == "-s")
-      bytes = parseSize(next());
-    else if (a == "-n")
+    if (a == "-s") {
+      const char *text = next();
+      std::optional<uint64_t> b = topocc::readByteCount(text);
+      if (!b) {
+        std::fprintf(stderr,
+                     "topocc-gpu-bench: invalid -s '%s' (expected a whole "
+                     "byte count such as 256M; docs/CLI.md, Sizes)\n",
+                     text);
+        return 2;
+      }
+      bytes = *b;
+    } else if (a == "-n")
       iters = std::atoi(next());
     else if (a == "-w")
       warm = std::atoi(next());

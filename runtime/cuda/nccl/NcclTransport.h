@@ -1,13 +1,16 @@
 //===- runtime/cuda/nccl/NcclTransport.h - The runtime over NCCL -*- C++ -*-===//
 //
 // Transport over NCCL point-to-point on one communicator and stream, as
-// MSCCL_XML.md section 7 describes: the interpreter runs the plan round by
-// round (roundBased), each round's ncclRecv/ncclSend calls go into one
-// ncclGroupStart/ncclGroupEnd (each peer's in message-id order on both
-// ends), and the reduce/lincomb kernels run on the same stream between the
-// groups. A transfer counts as done once issued: everything later on the
-// stream sees it. Built only when CMake finds CUDA and NCCL
-// (library topocc_runtime_nccl).
+// docs/Runtime.md, "Stock NCCL point-to-point rules", describes: the
+// interpreter runs the plan round by round (roundBased), each round's
+// ncclRecv/ncclSend calls go into one ncclGroupStart/ncclGroupEnd (each peer's
+// in message-id order on both ends), and the reduce/lincomb kernels run on the
+// same stream between the groups. A transfer counts as done once issued:
+// everything later on the stream sees it. Built only when CMake finds CUDA
+// and NCCL (library topocc_runtime_nccl).
+//
+// Thread safety: not synchronised: one NcclTransport per rank (process) and
+// communicator, called from one thread at a time.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_RUNTIME_CUDA_NCCL_NCCLTRANSPORT_H

@@ -25,7 +25,8 @@ topo::Topology library(llvm::StringRef name) {
 }
 
 TEST(NcclModelTest, NvlinkAnchors) {
-  // PERFORMANCE.md section 3: 12 x 20 = 240 (A100), 18 x 20.6 = 370.8 (H100).
+  // docs/Algorithms-rings.md, "2. NCCL reference model": 12 x 20 = 240
+  // (A100), 18 x 20.6 = 370.8 (H100).
   NcclModelResult a = ncclEstimate(library("dgx-a100.yaml"),
                                    ir::Collective::AllReduce, 1 << 30);
   EXPECT_NEAR(a.ring.modelBusBw, 240e9, 1e3);

@@ -28,8 +28,9 @@ using namespace topocc::backends;
 
 namespace {
 
-/// The 4-rank in-place ring allreduce of MSCCL_XML.md 2.2 (all ranks).
-/// With `recvFirst`, every rank receives before its first send (deadlock).
+/// The 4-rank in-place ring allreduce of docs/MscclXmlFormat.md 2.2 (all
+/// ranks). With `recvFirst`, every rank receives before its first send
+/// (deadlock).
 std::string ringXml(llvm::StringRef algoExtra = "", bool recvFirst = false) {
   std::string x =
       "<algo name=\"allreduce_ring_inplace\" proto=\"Simple\" "

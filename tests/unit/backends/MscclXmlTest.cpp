@@ -31,8 +31,8 @@ Schedule compiled(Collective c, int n, int channels, int chunks, bool inplace,
   return plan ? std::move(plan->schedule) : Schedule();
 }
 
-/// MSCCL_XML.md section 2.2 (msccl_generated/allreduce_ring_simple_4gpu_1inst
-/// .xml), ranks 0 and 1.
+/// The reference ring of docs/MscclXmlFormat.md 2.2
+/// (msccl_generated/allreduce_ring_simple_4gpu_1inst.xml), ranks 0 and 1.
 constexpr const char *kReferenceHead =
     R"(<algo name="allreduce_ring_inplace" proto="Simple" nchannels="1" nchunksperloop="4" ngpus="4" coll="allreduce" inplace="1" outofplace="0" minBytes="0" maxBytes="0">
   <gpu id="0" i_chunks="4" o_chunks="0" s_chunks="0">

@@ -1,13 +1,13 @@
 //===- tests/unit/passes/CoalesceThreadblocksTest.cpp - Coalescing --------===//
 //
-// Issue 4, MSCCL XML of tree schedules (FORESTCOLL.md 6.5): when separate
-// threadblocks per tree piece exceed the SM count, assign-threadblocks
-// merges roles with the same (channel, send peer, receive peer) across
-// trees into one threadblock, with the steps in one global order at both
-// ends of every (link, channel) FIFO; a receiver whose list order differs
-// from its sender's is reordered, not deadlocked; a rank that forwards
-// between more peer pairs than it may launch threadblocks is refused with
-// the count.
+// Issue 4, MSCCL XML of tree schedules (docs/Algorithms-trees.md,
+// "Coalescing"): when separate threadblocks per tree piece exceed the SM count,
+// assign-threadblocks merges roles with the same (channel, send peer, receive
+// peer) across trees into one threadblock, with the steps in one global order
+// at both ends of every (link, channel) FIFO; a receiver whose list order
+// differs from its sender's is reordered, not deadlocked; a rank that forwards
+// between more peer pairs than it may launch threadblocks is refused with the
+// count.
 //
 //===----------------------------------------------------------------------===//
 

@@ -39,14 +39,18 @@ namespace {
 
 using topocc::testing::kMesh4;
 
-llvm::Expected<CompiledPlan> compileTrees(const topo::Topology &t,
+llvm::Expected<CompileResult> compileTrees(const topo::Topology &t,
                                           ir::Collective c, int32_t chunks,
-                                          int32_t maxChannels = 32) {
+                                          int32_t maxChannels = ir::kMscclMaxChannels) {
   CompileRequest req;
   req.collective = c;
-  req.algorithm = "trees";
+  req.algorithm = Algorithm::Trees;
   req.chunks = chunks;
-  req.maxChannels = maxChannels;
+  // 0: the plan format's target (no channel or encoding limits).
+  if (maxChannels == 0)
+    req.target = ir::TargetLimits::forFormat(ir::OutputFormat::Plan, 0,
+                                             ir::kMscclMaxSteps);
+  req.target.maxChannels = maxChannels;
   PassLogger log;
   return compile(t, req, log);
 }
@@ -214,7 +218,8 @@ TEST(TreeThreadblocksTest, PlanOutputHasNoChannelLimit) {
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
   // MSCCL XML: 32 channels; the chains cut into 64-step segments need more
   // (52), so assign-threadblocks coalesces the trees' roles into at most 32
-  // channels (FORESTCOLL.md 6.5); compile() verified the result.
+  // channels (docs/Algorithms-trees.md, "Coalescing"); compile() verified
+  // the result.
   auto msccl = compileTrees(*t, ir::Collective::AllReduce, 1);
   ASSERT_TRUE(bool(msccl)) << llvm::toString(msccl.takeError());
   EXPECT_LE(msccl->schedule.numChannels, 32);
@@ -224,7 +229,7 @@ TEST(TreeThreadblocksTest, PlanOutputHasNoChannelLimit) {
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   EXPECT_GT(plan->schedule.numChannels, 32);
   backends::PlanMeta meta;
-  meta.algorithm = plan->algorithm;
+  meta.algorithm = algorithmName(plan->algorithm).str();
   auto json = backends::planToJson(plan->schedule, meta);
   ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
   auto loaded = backends::parsePlanJson(*json, "trees.json");

@@ -30,14 +30,14 @@ Plan cerarPlan() {
   EXPECT_TRUE(bool(topo)) << llvm::toString(topo.takeError());
   CompileRequest req;
   req.collective = ir::Collective::AllReduce;
-  req.algorithm = "cerar";
+  req.algorithm = Algorithm::Cerar;
   req.tolerance = 1e-2;
   req.bytes = 256.0 * 1024 * 1024;
   PassLogger log;
   auto compiled = compile(*topo, req, log);
   EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   backends::PlanMeta meta;
-  meta.algorithm = compiled->algorithm;
+  meta.algorithm = algorithmName(compiled->algorithm).str();
   meta.errorBound = compiled->codedError;
   meta.roundoffGain = compiled->codedRoundoffGain;
   auto p = Plan::fromSchedule(std::move(compiled->schedule), meta);

@@ -114,7 +114,7 @@ Plan cerarPlan(bool inplace) {
   }
   CompileRequest req;
   req.collective = ir::Collective::AllReduce;
-  req.algorithm = "cerar";
+  req.algorithm = Algorithm::Cerar;
   req.components = 4;
   req.inplace = inplace;
   PassLogger log;

@@ -1,0 +1,95 @@
+//===- compiler/CompileRequest.cpp - Algorithm names, request checks -------===//
+
+#include "compiler/CompileRequest.h"
+
+#include "compiler/algorithms/ForestColl.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace topocc {
+
+namespace {
+
+/// Every algorithm and its --algorithm name, in the order error messages
+/// list them: the registry's rows, then auto.
+struct AlgorithmRow {
+  Algorithm algorithm;
+  llvm::StringRef name;
+};
+const AlgorithmRow kAlgorithms[] = {
+#define TOPOCC_ALGORITHM(Enum, Name, Lowering) {Algorithm::Enum, Name},
+#include "compiler/Algorithms.def"
+    {Algorithm::Auto, "auto"},
+};
+
+const Algorithm kLowerings[] = {
+#define TOPOCC_ALGORITHM(Enum, Name, Lowering) Algorithm::Enum,
+#include "compiler/Algorithms.def"
+};
+
+bool isCoded(Algorithm a) {
+  return a == Algorithm::Cerar || a == Algorithm::HierCerar;
+}
+
+} // namespace
+
+llvm::ArrayRef<Algorithm> loweringAlgorithms() { return kLowerings; }
+
+llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name) {
+  std::vector<std::string> known;
+  for (const AlgorithmRow &row : kAlgorithms) {
+    if (name == row.name)
+      return row.algorithm;
+    known.push_back("'" + row.name.str() + "'");
+  }
+  std::string list =
+      llvm::join(llvm::ArrayRef<std::string>(known).drop_back(), ", ") +
+      " or " + known.back();
+  return makeUserError("unknown --algorithm '" + name + "'; expected " + list);
+}
+
+llvm::StringRef algorithmName(Algorithm a) {
+  for (const AlgorithmRow &row : kAlgorithms)
+    if (row.algorithm == a)
+      return row.name;
+  llvm_unreachable("unknown algorithm");
+}
+
+llvm::Error checkCompileRequest(const CompileRequest &req) {
+  if (req.treesPerRoot)
+    if (llvm::Error err = algorithms::checkTreesPerRoot(*req.treesPerRoot))
+      return err;
+  if (req.treesPerRoot && req.algorithm != Algorithm::Trees &&
+      req.algorithm != Algorithm::Auto)
+    return makeUserError("--trees-per-root applies to --algorithm trees");
+  const bool codedAlgorithm = isCoded(req.algorithm) ||
+                              req.algorithm == Algorithm::Auto;
+  if (!codedAlgorithm &&
+      (req.components != 0 || req.tolerance != 0 || req.kappaMax != 0 ||
+       req.seamOffset != 0 || req.wireDtype != "fp32"))
+    return makeUserError("--components, --tolerance, --wire-dtype, "
+                         "--kappa-max and --cerar-rotate-seam apply to "
+                         "--algorithm cerar, hier-cerar or auto");
+  if (req.components < 0 || req.kappaMax < 0 || req.seamOffset < 0)
+    return makeUserError(
+        "--components, --kappa-max and --cerar-rotate-seam must not be "
+        "negative");
+  if (isCoded(req.algorithm) &&
+      req.target.format == ir::OutputFormat::MscclXml)
+    return makeUserError(
+        "--algorithm " + algorithmName(req.algorithm) +
+        " produces a coded schedule (linear combinations with coefficients "
+        "and subtraction) that the MSCCL executor cannot run; use --emit "
+        "plan (topocc runtime) or --emit ir");
+  if (req.proto != "Simple" && req.proto != "LL" && req.proto != "LL128")
+    return makeUserError("unknown --proto '" + req.proto +
+                         "'; expected 'Simple', 'LL' or 'LL128'");
+  if (req.target.maxStepsPerThreadblock < 1)
+    return makeUserError(llvm::formatv("--max-steps must be at least 1, got {0}",
+                                       req.target.maxStepsPerThreadblock));
+  return llvm::Error::success();
+}
+
+} // namespace topocc

@@ -1,0 +1,132 @@
+//===- compiler/CompileRequest.h - What compile() is asked and gives -*- C++ -*-===//
+//
+// The typed request of compile() (compiler/Pipeline.h): the collective, the
+// algorithm (an enum from compiler/Algorithms.def, or Auto), each
+// algorithm's parameters and the target's limits (ir/Target.h); and its
+// result, a verified schedule with what was chosen. The CLI, the what-if
+// columns, topocc-bench and the tests fill the same struct; compile()
+// validates it (checkCompileRequest) with the errors the CLI shows.
+// Plain value types: safe to copy and to share read-only between threads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_COMPILER_COMPILEREQUEST_H
+#define TOPOCC_COMPILER_COMPILEREQUEST_H
+
+#include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/Simulator.h"
+#include "ir/Schedule.h"
+#include "ir/Target.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace topocc {
+
+/// The algorithms of compiler/Algorithms.def, then Auto: the fastest of
+/// them by simulation (compiler/SelectAlgorithm.h).
+enum class Algorithm : uint8_t {
+#define TOPOCC_ALGORITHM(Enum, Name, Lowering) Enum,
+#include "compiler/Algorithms.def"
+  Auto,
+};
+
+/// The registered algorithms, in table order (Auto not included).
+llvm::ArrayRef<Algorithm> loweringAlgorithms();
+/// "ring", "hier-ring", "trees", "cerar", "hier-cerar", "auto"; user error
+/// naming the known ones otherwise.
+llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name);
+llvm::StringRef algorithmName(Algorithm a);
+
+/// One ring channel as lowered: its order and its share of the data as a
+/// chunk count (units per rank on that channel).
+struct ChannelRing {
+  std::vector<ir::RankId> order;
+  int32_t chunks = 1;
+};
+
+struct CompileRequest {
+  ir::Collective collective = ir::Collective::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;
+  /// Rings (channels); 0 means auto: as many as the ring search chooses
+  /// (needs the topology).
+  int32_t channels = 1;
+  /// Chunks per rank per channel on average: the channels share
+  /// channels * chunks units per rank in proportion to their data shares
+  /// (passes::chunksForShares).
+  int32_t chunks = 1;
+  /// Ring order for every channel (a permutation of the ranks). Empty: the
+  /// ring search's rings when compile() has the topology, else rank order.
+  std::vector<ir::RankId> ringOrder;
+  /// Use rank order 0, 1, ..., n-1 on every channel (--ring rank-order).
+  bool rankOrder = false;
+  /// Message size S the rings are chosen for, bytes (nccl-tests S).
+  double bytes = 64.0 * 1024 * 1024;
+  bool inplace = false;
+  std::string proto = "Simple"; ///< "Simple", "LL" or "LL128"
+  /// What the output's runtime can execute (ir::TargetLimits::forFormat
+  /// for an --emit format). The default: MSCCL's encoding limits without a
+  /// residency limit, coded schedules allowed.
+  ir::TargetLimits target;
+  /// Trees algorithm: spanning trees per root K, 1 to 1000 (the best
+  /// schedule with exactly K, docs/Algorithms-trees.md); none means the
+  /// optimum's k.
+  std::optional<int64_t> treesPerRoot;
+  /// CERAR (--algorithm cerar or hier-cerar, or auto with a tolerance):
+  /// components c (0: the policy's choice), relative error tolerance (0:
+  /// exact only), wire dtype (fp32, fp16, bf16), condition-number limit (0:
+  /// none) and the seam offset of the ring (--cerar-rotate-seam; hier-cerar
+  /// staggers it: rail l uses seamOffset + l).
+  int32_t components = 0;
+  double tolerance = 0;
+  std::string wireDtype = "fp32";
+  double kappaMax = 0;
+  int32_t seamOffset = 0;
+  /// auto: price the candidates with the event simulator in this mode (and
+  /// reduce bandwidth, nullopt: the GPU models') instead of cut-through
+  /// (whatif sets it so that its auto column is the fastest of the columns
+  /// it simulates).
+  std::optional<analysis::SimMode> autoSimMode;
+  std::optional<double> autoReduceBandwidth;
+  bool verifyEach = false; ///< verify after every pass, not only twice
+  std::string name;        ///< schedule name; derived when empty
+};
+
+/// User errors for a request no algorithm can take (an unknown protocol, a
+/// step limit under 1, a trees-per-root count out of range, CERAR options
+/// on an exact algorithm, a coded algorithm for a target that cannot carry
+/// coded schedules), in the wording the CLI shows.
+llvm::Error checkCompileRequest(const CompileRequest &req);
+
+/// What compile() produced.
+struct CompileResult {
+  ir::Schedule schedule; ///< stage Legalized, verified
+  Algorithm algorithm = Algorithm::Ring; ///< never Auto: the one chosen
+  /// Ring algorithm: the rings lowered, one per requested channel (before
+  /// split-channels), with their NIC hops when the search chose them.
+  std::vector<ChannelRing> rings;
+  std::vector<analysis::RingChannel> searched; ///< empty unless searched
+  /// One line for people: where the rings came from ("ring search
+  /// (exact)", "--ring", "rank order"), hier-ring's nodes and rails, the
+  /// trees' k, chains and fluid throughput against the bound, the code.
+  std::string summary;
+  /// Why this algorithm and these parameters: for auto every candidate's
+  /// predicted time; for CERAR the policy's decision (--explain).
+  std::vector<std::string> explain;
+  /// CERAR: the schedule is coded (lincomb ops, coefficients); MSCCL XML
+  /// cannot express it. codedError is the design's worst per-rank error
+  /// operator norm (0 when exact, c <= N).
+  bool coded = false;
+  double codedError = 0;
+  /// Coded schedules: the largest encoder condition number times the
+  /// rounds, how much the code amplifies rounding (backends::PlanMeta).
+  double codedRoundoffGain = 0;
+};
+
+} // namespace topocc
+
+#endif // TOPOCC_COMPILER_COMPILEREQUEST_H

@@ -1,0 +1,137 @@
+//===- compiler/SelectAlgorithm.cpp - --algorithm auto --------------------===//
+
+#include "compiler/SelectAlgorithm.h"
+
+#include "compiler/Pipeline.h"
+#include "compiler/analysis/ComputeModel.h"
+#include "compiler/analysis/CostModel.h"
+#include "compiler/lowerings/Lowering.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
+
+namespace topocc {
+
+namespace {
+
+/// Beyond this many ops a candidate is priced by the cost model.
+constexpr size_t kAutoSimulateOps = 200000;
+
+struct Price {
+  double time;
+  const char *by;
+};
+
+/// The predicted time of a candidate's final schedule: the simulator, with
+/// cut-through links (MSCCL and the topocc runtime stream slices through
+/// every connection) unless the request names a mode (whatif's auto
+/// column). It sees what the cost model cannot: trees that share a link do
+/// not each get their fluid share of it.
+llvm::Expected<Price> price(const topo::Topology &t, const CompileRequest &req,
+                            analysis::LinkModel &m, const ir::Schedule &s) {
+  size_t ops = 0;
+  for (const ir::RankProgram &rank : s.ranks)
+    ops += rank.ops.size();
+  if (!req.autoSimMode && ops > kAutoSimulateOps) {
+    auto cost = analysis::estimateSchedule(s, m, req.bytes);
+    if (!cost)
+      return cost.takeError();
+    return Price{cost->time, "cost model"};
+  }
+  auto time = analysis::simulateTime(
+      t, s, req.bytes, req.autoSimMode.value_or(analysis::SimMode::CutThrough),
+      req.autoReduceBandwidth);
+  if (!time)
+    return time.takeError();
+  return Price{*time, "simulated"};
+}
+
+/// "auto: NAME not applicable (first line of the error)", or the error
+/// itself when it is a bug.
+llvm::Expected<std::string> notApplicable(llvm::StringRef what,
+                                          llvm::Error err,
+                                          llvm::StringRef then = "") {
+  if (err.isA<InternalError>())
+    return err;
+  std::string why = llvm::toString(std::move(err));
+  return ("auto: " + what + " not applicable (" +
+          llvm::StringRef(why).split('\n').first + ")" + then)
+      .str();
+}
+
+} // namespace
+
+llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
+                                              const CompileRequest &req,
+                                              PassLogger &log) {
+  if (!t)
+    return makeUserError("--algorithm auto compares the algorithms on the "
+                         "topology; give one");
+  analysis::LinkModel m(*t);
+  lowerings::AutoContext ctx{*t, req, lowerings::nodeRanks(*t).size() >= 2,
+                             {}};
+  std::vector<std::string> lines;
+  std::optional<CompileResult> best;
+  std::optional<CompileRequest> bestRequest;
+  double bestTime = std::numeric_limits<double>::infinity();
+  for (Algorithm a : loweringAlgorithms()) {
+    auto candidate = lowerings::autoCandidate(a, ctx);
+    if (!candidate)
+      return candidate.takeError();
+    lines.insert(lines.end(), candidate->lines.begin(), candidate->lines.end());
+    if (!candidate->request)
+      continue;
+    CompileRequest sub = *candidate->request;
+    PassLogger quiet;
+    auto result = compile(*t, sub, quiet);
+    if (!result && candidate->fallback && !candidate->mustCompile) {
+      auto line = notApplicable(candidate->fallbackWhat, result.takeError(),
+                                "; " + candidate->fallbackHow);
+      if (!line)
+        return line.takeError();
+      lines.push_back(std::move(*line));
+      sub = *candidate->fallback;
+      result = compile(*t, sub, quiet);
+    }
+    if (!result) {
+      if (candidate->mustCompile)
+        return result.takeError();
+      auto line = notApplicable(algorithmName(a), result.takeError());
+      if (!line)
+        return line.takeError();
+      lines.push_back(std::move(*line));
+      continue;
+    }
+    auto cost = price(*t, req, m, result->schedule);
+    if (!cost)
+      return cost.takeError();
+    ctx.priced[a] = cost->time;
+    lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2})",
+                                  algorithmName(a), cost->time * 1e6, cost->by)
+                        .str());
+    if (cost->time < bestTime) {
+      bestTime = cost->time;
+      best = std::move(*result);
+      bestRequest = std::move(sub);
+    }
+  }
+  if (!best)
+    return makeUserError("--algorithm auto: no algorithm applies:\n" +
+                         llvm::join(lines, "\n"));
+  lines.push_back("auto: chose " + algorithmName(best->algorithm).str());
+  // The winner was compiled quietly; compile it again only when the caller
+  // prints the IR or times the passes.
+  if (!log.isQuiet()) {
+    auto again = compile(*t, *bestRequest, log);
+    if (!again)
+      return again.takeError();
+    best = std::move(*again);
+  }
+  best->explain.insert(best->explain.begin(), lines.begin(), lines.end());
+  return std::move(*best);
+}
+
+} // namespace topocc

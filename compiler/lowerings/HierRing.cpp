@@ -1,0 +1,101 @@
+//===- compiler/lowerings/HierRing.cpp - --algorithm hier-ring ------------===//
+//
+// The hierarchical ring: an intra-node ring (the ring search's order over
+// node 0's GPUs) and one inter-node ring per rail, lowered by
+// compiler/passes/LowerHierRing.h. Multi-node all-reduce.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/lowerings/Lowering.h"
+
+#include "compiler/passes/LowerHierRing.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace topocc::lowerings {
+
+namespace {
+
+llvm::Expected<Lowered> lowerHierRing(const topo::Topology *t,
+                                      const CompileRequest &req) {
+  if (!t)
+    return makeUserError("--algorithm hier-ring needs the topology's nodes");
+  if (req.channels == 0)
+    return makeUserError("--channels auto applies to --algorithm ring; give "
+                         "hier-ring a number of channels");
+  if (!req.ringOrder.empty() || req.rankOrder)
+    return makeUserError("--ring applies to --algorithm ring, not hier-ring");
+  passes::HierRingOptions o;
+  o.collective = req.collective;
+  o.numRanks = t->numRanks();
+  o.nodes = nodeRanks(*t);
+  if (o.nodes.size() >= 2 && req.collective == ir::Collective::AllReduce)
+    o.localOrder = hierLocalOrder(*t, o.nodes[0], req.collective, req.bytes);
+  o.channels = req.channels;
+  o.chunks = req.chunks;
+  o.inplace = req.inplace;
+  o.name = req.name;
+  auto lowered = passes::lowerHierRing(o);
+  if (!lowered)
+    return lowered.takeError();
+  Lowered out;
+  out.schedule = std::move(*lowered);
+  std::vector<std::string> order;
+  for (int32_t l : o.localOrder)
+    order.push_back(std::to_string(l));
+  out.summary = llvm::formatv("{0} nodes x {1} GPUs, intra-node order {2}, "
+                              "one inter-node ring per rail",
+                              o.nodes.size(), o.nodes[0].size(),
+                              llvm::join(order, ","))
+                    .str();
+  return out;
+}
+
+class HierRingLowering final : public Lowering {
+public:
+  using Lowering::Lowering;
+  llvm::StringRef passName() const override { return "lower-hier-ring"; }
+  llvm::Expected<Lowered> lower() override {
+    return lowerHierRing(topology, req);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Lowering> makeHierRingLowering(const LoweringInput &in) {
+  return std::make_unique<HierRingLowering>(in);
+}
+
+llvm::Expected<AutoCandidate>
+HierRingLoweringCandidate(const AutoContext &ctx) {
+  AutoCandidate c;
+  if (!ctx.multiNode ||
+      ctx.request.collective != ir::Collective::AllReduce) {
+    c.lines.push_back("auto: hier-ring not applicable (single node or not "
+                      "all-reduce)");
+    return c;
+  }
+  c.request = candidateRequest(ctx.request, Algorithm::HierRing);
+  return c;
+}
+
+llvm::Expected<ir::Schedule> lowerHierRingFor(const topo::Topology &t,
+                                              ir::Collective c,
+                                              int32_t channels, int32_t chunks,
+                                              bool inplace, double bytes) {
+  CompileRequest req;
+  req.algorithm = Algorithm::HierRing;
+  req.collective = c;
+  req.channels = channels;
+  req.chunks = chunks;
+  req.inplace = inplace;
+  req.bytes = bytes;
+  auto low = lowerHierRing(&t, req);
+  if (!low)
+    return low.takeError();
+  return std::move(low->schedule);
+}
+
+} // namespace topocc::lowerings

@@ -1,0 +1,89 @@
+//===- compiler/lowerings/Ring.cpp - --algorithm ring ---------------------===//
+//
+// Rings in an explicit order (--ring), in rank order, or the bandwidth-aware
+// ring search's rings (compiler/algorithms/RingSearch.h) with their data
+// shares as chunk counts; lowered by compiler/passes/LowerRing.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/lowerings/Lowering.h"
+
+#include "compiler/algorithms/RingSearch.h"
+#include "compiler/passes/LowerRing.h"
+#include "support/Diagnostics.h"
+
+namespace topocc::lowerings {
+
+namespace {
+
+class RingLowering final : public Lowering {
+public:
+  using Lowering::Lowering;
+
+  llvm::StringRef passName() const override { return "lower-ring"; }
+
+  llvm::Expected<Lowered> lower() override {
+    Lowered out;
+    passes::RingOptions ring{req.collective, numRanks,      req.channels,
+                             req.chunks,     req.ringOrder, req.inplace,
+                             req.name};
+    const bool search = topology && req.ringOrder.empty() && !req.rankOrder;
+    if (!search && req.channels == 0)
+      return makeUserError(
+          "--channels auto lets the ring search choose the rings; give a "
+          "number of channels with --ring or without a topology");
+    if (search) {
+      algorithms::RingSearchOptions so;
+      so.collective = req.collective;
+      so.bytes = req.bytes;
+      so.channels = req.channels;
+      // The search sizes its channel sets for MSCCL's channels, whatever
+      // the output (larger sets gained nothing on the library).
+      so.maxChannels = ir::kMscclMaxChannels;
+      analysis::LinkModel m(*topology);
+      auto found = algorithms::searchRings(*topology, m, so);
+      if (!found)
+        return found.takeError();
+      ring = passes::searchedRingOptions(found->rings, req.collective,
+                                         numRanks, req.chunks);
+      ring.inplace = req.inplace;
+      ring.name = req.name;
+      out.searched = found->rings;
+      out.summary = "ring search (" + found->method + ")";
+    } else {
+      out.summary = req.ringOrder.empty() ? "rank order" : "--ring";
+    }
+    auto lowered = passes::lowerRing(ring);
+    if (!lowered)
+      return lowered.takeError();
+    out.schedule = std::move(*lowered);
+    for (int32_t c = 0; c < ring.channels; ++c) {
+      ChannelRing cr;
+      if (!ring.channelOrders.empty())
+        cr.order = ring.channelOrders[c];
+      else if (!ring.ringOrder.empty())
+        cr.order = ring.ringOrder;
+      else
+        for (int32_t r = 0; r < numRanks; ++r)
+          cr.order.push_back(r);
+      cr.chunks =
+          ring.channelChunks.empty() ? req.chunks : ring.channelChunks[c];
+      out.rings.push_back(std::move(cr));
+    }
+    return out;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Lowering> makeRingLowering(const LoweringInput &in) {
+  return std::make_unique<RingLowering>(in);
+}
+
+llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
+  AutoCandidate c;
+  c.request = candidateRequest(ctx.request, Algorithm::Ring);
+  return c;
+}
+
+} // namespace topocc::lowerings

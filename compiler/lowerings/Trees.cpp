@@ -1,0 +1,175 @@
+//===- compiler/lowerings/Trees.cpp - --algorithm trees -------------------===//
+//
+// ForestColl spanning trees (compiler/algorithms/ForestColl.h): all-gather
+// broadcasts down out-trees of the topology; reduce-scatter reduces up
+// out-trees of the reversed graph used as in-trees; all-reduce does both,
+// with one packing for both when every link is symmetric. The packing is
+// its own timed step (build-trees); compiler/passes/LowerTrees.h lowers
+// the trees to chains.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/lowerings/Lowering.h"
+
+#include "compiler/algorithms/ForestColl.h"
+#include "compiler/analysis/Bound.h"
+#include "compiler/passes/LowerTrees.h"
+#include "support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+
+namespace topocc::lowerings {
+
+namespace {
+
+/// Whether every arc of `g` has a reverse arc of the same capacity (then the
+/// allgather out-trees, reversed, are reduce in-trees with the same units).
+bool isSymmetric(const analysis::BoundGraph &g) {
+  std::map<std::pair<int, int>, int64_t> cap;
+  for (const analysis::BoundGraph::Arc &a : g.arcs)
+    cap[{a.from, a.to}] += a.cap;
+  for (const auto &[arc, c] : cap) {
+    auto it = cap.find({arc.second, arc.first});
+    if (it == cap.end() || it->second != c)
+      return false;
+  }
+  return true;
+}
+
+class TreesLowering final : public Lowering {
+public:
+  using Lowering::Lowering;
+
+  llvm::StringRef passName() const override { return "lower-trees"; }
+  llvm::StringRef prepareStep() const override { return "build-trees"; }
+  /// MSCCL XML's limits are met by merging roles across trees.
+  bool mayCoalesce() const override { return req.target.maxChannels > 0; }
+
+  /// The bound, the units, switch splitting and the packing per
+  /// orientation.
+  llvm::Error prepare() override {
+    if (!topology)
+      return makeUserError("--algorithm trees needs the topology: the trees "
+                           "are packed on its links");
+    if (!req.ringOrder.empty() || req.rankOrder)
+      return makeUserError("--ring applies to --algorithm ring, not trees");
+    if (req.channels != 1)
+      return makeUserError("--channels applies to the ring algorithms; "
+                           "--algorithm trees gives every tree chain its own "
+                           "channel");
+    auto g = analysis::buildBoundGraph(*topology, analysis::CapacityKind::Raw);
+    if (!g)
+      return g.takeError();
+    algorithms::ForestOptions fo;
+    fo.treesPerRoot = req.treesPerRoot.value_or(0);
+    const ir::Collective c = req.collective;
+    const int32_t n = topology->numRanks();
+    passes::TreeLoweringOptions &lo = lowering;
+    lo.collective = c;
+    lo.numRanks = n;
+    lo.chunks = req.chunks;
+    lo.inplace = req.inplace;
+    lo.name = req.name;
+    lo.maxChannels = req.target.maxChannels;
+    lo.channelsMayOverflow = mayCoalesce();
+    const bool oneForest = c == ir::Collective::AllReduce && isSymmetric(*g);
+    if (c != ir::Collective::ReduceScatter) {
+      fo.reversed = false;
+      auto f = algorithms::buildForest(*g, fo);
+      if (!f)
+        return f.takeError();
+      lo.broadcast = passes::forestTreeSet(*f, n);
+      describe(*f,
+               oneForest ? "reduce and broadcast trees" : "broadcast trees");
+      if (oneForest) {
+        lo.reduce = lo.broadcast;
+        perByte *= 2;
+        boundPerByte *= 2;
+      }
+    }
+    if (c != ir::Collective::AllGather && !oneForest) {
+      fo.reversed = true;
+      auto f = algorithms::buildForest(*g, fo);
+      if (!f)
+        return f.takeError();
+      lo.reduce = passes::forestTreeSet(*f, n);
+      describe(*f, "reduce trees");
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<Lowered> lower() override {
+    const int32_t n = lowering.numRanks;
+    passes::TreeLoweringInfo info;
+    auto lowered = passes::lowerTrees(lowering, &info);
+    if (!lowered)
+      return lowered.takeError();
+    Lowered out;
+    out.schedule = std::move(*lowered);
+    // Bandwidth term only: (M/N) U/k per phase against (M/N) lambda*.
+    double algbw = n / perByte * 1e9, bound = n / boundPerByte * 1e9;
+    out.summary = llvm::formatv(
+                      "{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
+                      "tree; predicted algbw {6:F2} GB/s, {7:F2}% of the "
+                      "bound {8:F2} GB/s",
+                      llvm::join(phases, "; "), info.chains, info.channels,
+                      info.channels == 1 ? "" : "s", req.chunks,
+                      req.chunks == 1 ? "" : "s", algbw / 1e9,
+                      100 * algbw / bound, bound / 1e9)
+                      .str();
+    context = llvm::formatv("--algorithm trees ({0} unit{1} per root, {2} "
+                            "chains on {3} channel{4}, {5} chunk{6} per "
+                            "tree): ",
+                            info.unitsPerRoot,
+                            info.unitsPerRoot == 1 ? "" : "s", info.chains,
+                            info.channels, info.channels == 1 ? "" : "s",
+                            req.chunks, req.chunks == 1 ? "" : "s")
+                  .str();
+    return out;
+  }
+
+  std::string errorContext() const override { return context; }
+
+private:
+  /// One phase's line of the summary, and its fluid time per byte.
+  void describe(const algorithms::Forest &f, llvm::StringRef what) {
+    perByte += f.u.value() / f.k;
+    boundPerByte += f.bound.lambda.value();
+    phases.push_back(llvm::formatv("{0}: k = {1}, {2} trees, height max {3} "
+                                   "mean {4:F2}",
+                                   what, f.k, f.trees.trees.size(),
+                                   f.trees.maxHeight, f.trees.meanHeight)
+                         .str());
+  }
+
+  passes::TreeLoweringOptions lowering;
+  std::vector<std::string> phases; ///< one description per packing
+  /// Sums over the phases of U/k and of lambda* (s/GB per rank's byte).
+  double perByte = 0, boundPerByte = 0;
+  std::string context;
+};
+
+} // namespace
+
+std::unique_ptr<Lowering> makeTreesLowering(const LoweringInput &in) {
+  return std::make_unique<TreesLowering>(in);
+}
+
+llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
+  AutoCandidate c;
+  c.request = candidateRequest(ctx.request, Algorithm::Trees);
+  if (!ctx.request.treesPerRoot) {
+    // The optimal k may need more chains than the channels allow: fall
+    // back to one tree per root (the best packing with k = 1).
+    c.fallback = c.request;
+    c.fallback->treesPerRoot = 1;
+    c.fallbackWhat = "trees with the optimal k";
+    c.fallbackHow = "trying --trees-per-root 1";
+  }
+  return c;
+}
+
+} // namespace topocc::lowerings

@@ -1,0 +1,103 @@
+//===- ir/Target.h - What the output's runtime can execute ------*- C++ -*-===//
+//
+// The limits of the runtime a schedule is written for, as one value chosen
+// from the output format (`--emit`): channels, steps per threadblock,
+// threadblocks per rank, the width of dependency ids, and whether coded
+// (linear-combination) ops may appear. Every pass and check reads its limit
+// from here instead of a literal; the MSCCL executor's numbers are the
+// constants below (docs/MscclXml.md lists where each comes from).
+// Stage: all. A plain value type: safe to copy and share between threads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TOPOCC_IR_TARGET_H
+#define TOPOCC_IR_TARGET_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace topocc::ir {
+
+/// MSCCL connects channels 0..nchannels-1 with nchannels <= 32 (MAXCHANNELS).
+constexpr int32_t kMscclMaxChannels = 32;
+/// MSCCL_MAX_NUM_STEPS of a default msccl-executor-nccl build.
+constexpr int32_t kMscclMaxSteps = 64;
+/// A step's dependency id is stored in 8 signed bits.
+constexpr int32_t kMscclMaxDependencyTarget = 127;
+/// Threadblocks per rank the XML encoding allows.
+constexpr int32_t kMscclMaxThreadblocks = 1024;
+/// SMs of the GPU `topocc compile` assumes without --sm-count (A100).
+constexpr int32_t kDefaultSmCount = 108;
+
+/// The formats `topocc compile --emit` writes.
+enum class OutputFormat : uint8_t { MscclXml, Ir, NcclGraph, Plan };
+
+/// "msccl-xml", "ir", "nccl-graph", "plan"; a user error naming them
+/// otherwise.
+llvm::Expected<OutputFormat> parseOutputFormat(llvm::StringRef name);
+llvm::StringRef outputFormatName(OutputFormat f);
+
+struct TargetLimits {
+  static constexpr int32_t kNoLimit = std::numeric_limits<int32_t>::max();
+
+  /// The format these limits are for. The default value is the textual IR
+  /// held to MSCCL's encoding limits (so that it also converts to MSCCL
+  /// XML) without a residency limit: what library callers get unless they
+  /// choose a format.
+  OutputFormat format = OutputFormat::Ir;
+
+  /// Channels the output has; 0 means no limit.
+  int32_t maxChannels = kMscclMaxChannels;
+  /// Steps one threadblock may hold (MSCCL_MAX_NUM_STEPS of the runtime).
+  int32_t maxStepsPerThreadblock = kMscclMaxSteps;
+  /// Threadblocks one rank may launch at once: the MSCCL executor's blocks
+  /// spin-wait on each other, so they must all be resident, one per SM; a
+  /// schedule over the limit would hang. 0 means no limit.
+  int32_t maxThreadblocksPerRank = 0;
+  /// Threadblocks per rank the encoding can number.
+  int32_t maxThreadblocks = kMscclMaxThreadblocks;
+  /// Largest step index a dependency may name.
+  int32_t maxDependencyTarget = kMscclMaxDependencyTarget;
+  /// Whether coded schedules (lincomb ops with coefficients) can be
+  /// written; MSCCL XML and NCCL graph files cannot carry them.
+  bool codedOps = true;
+
+  /// The limits of `format`: MSCCL XML has MSCCL's encoding limits and
+  /// launches at most `smCount` threadblocks per rank (0: no limit); an
+  /// NCCL graph file lists at most MSCCL's channel count of rings; plan
+  /// JSON and the textual IR have no limits and carry coded schedules.
+  /// `maxSteps` is the runtime's steps per threadblock for every format.
+  static TargetLimits forFormat(OutputFormat format, int32_t smCount,
+                                int32_t maxSteps) {
+    TargetLimits t;
+    t.format = format;
+    t.maxStepsPerThreadblock = maxSteps;
+    switch (format) {
+    case OutputFormat::MscclXml:
+      t.maxThreadblocksPerRank = smCount;
+      t.codedOps = false;
+      break;
+    case OutputFormat::NcclGraph:
+      t.codedOps = false;
+      break;
+    case OutputFormat::Ir:
+    case OutputFormat::Plan:
+      t.maxChannels = 0;
+      t.maxThreadblocks = kNoLimit;
+      t.maxDependencyTarget = kNoLimit;
+      break;
+    }
+    return t;
+  }
+
+  /// maxChannels as a count to compare against (kNoLimit for none).
+  int32_t channelLimit() const {
+    return maxChannels > 0 ? maxChannels : kNoLimit;
+  }
+};
+
+} // namespace topocc::ir
+
+#endif // TOPOCC_IR_TARGET_H

@@ -1,0 +1,198 @@
+//===- tests/unit/compiler/CompileAlgorithmsTest.cpp - cerar and auto -----===//
+//
+// compile() with --algorithm cerar (exact and approximate codes: the coded
+// schedule keeps its code through every pass, and plans carry the error
+// bound that the plan checker enforces) and --algorithm auto (every
+// candidate's prediction, the fastest kept, CERAR only with a tolerance).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipeline.h"
+
+#include "backends/PlanJson.h"
+#include "compiler/analysis/ComputeModel.h"
+#include "compiler/topology/TopologyParser.h"
+#include "ir/Verifier.h"
+
+#include "tests/support/ErrorText.h"
+
+#include "gtest/gtest.h"
+
+#include <string>
+
+using namespace topocc;
+using topocc::testing::errorMessage;
+
+namespace {
+
+topo::Topology box4() {
+  auto t = topo::loadTopologyFile(std::string(TOPOCC_SOURCE_DIR) +
+                                  "/tests/lit/Inputs/compile/box4.yaml");
+  EXPECT_TRUE(bool(t)) << llvm::toString(t.takeError());
+  return std::move(*t);
+}
+
+CompileRequest cerarRequest(int32_t components, double tolerance) {
+  CompileRequest req;
+  req.collective = ir::Collective::AllReduce;
+  req.algorithm = Algorithm::Cerar;
+  req.components = components;
+  req.tolerance = tolerance;
+  req.bytes = 256.0 * 1024 * 1024;
+  return req;
+}
+
+bool mentions(const std::vector<std::string> &lines, llvm::StringRef what) {
+  for (const std::string &l : lines)
+    if (llvm::StringRef(l).contains(what))
+      return true;
+  return false;
+}
+
+TEST(CompileCerar, ExactCodeVerifiesFully) {
+  topo::Topology t = box4();
+  PassLogger log;
+  auto plan = compile(t, cerarRequest(4, 0), log);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  EXPECT_EQ(plan->algorithm, Algorithm::Cerar);
+  EXPECT_TRUE(plan->coded);
+  EXPECT_EQ(plan->codedError, 0.0);
+  EXPECT_EQ(plan->schedule.stage, ir::Stage::Legalized);
+  llvm::Error err = ir::verifySchedule(plan->schedule);
+  EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
+}
+
+TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
+  topo::Topology t = box4();
+  PassLogger log;
+  auto plan = compile(t, cerarRequest(8, 1e-2), log);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  ASSERT_TRUE(plan->coded);
+  ASSERT_GT(plan->codedError, 0.0);
+  // Not exact by design: the full postcondition fails...
+  llvm::Error exact = ir::verifySchedule(plan->schedule);
+  EXPECT_TRUE(bool(exact));
+  llvm::consumeError(std::move(exact));
+  // ...the bound holds, and a bound ten times smaller is caught.
+  llvm::Error ok = backends::verifyPlanSchedule(plan->schedule,
+                                                plan->codedError);
+  EXPECT_FALSE(bool(ok)) << llvm::toString(std::move(ok));
+  std::string tight = errorMessage(backends::verifyPlanSchedule(
+      plan->schedule, plan->codedError / 10));
+  EXPECT_NE(tight.find("above the plan's error bound"), std::string::npos)
+      << tight;
+
+  // The rounding gain is the encoders' condition number times the rounds.
+  EXPECT_GT(plan->codedRoundoffGain, 1.0);
+
+  // The plan file carries the bound and the gain; loading re-checks it.
+  backends::PlanMeta meta;
+  meta.algorithm = algorithmName(plan->algorithm).str();
+  meta.errorBound = plan->codedError;
+  meta.roundoffGain = plan->codedRoundoffGain;
+  auto json = backends::planToJson(plan->schedule, meta);
+  ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
+  EXPECT_NE(json->find("\"errorBound\""), std::string::npos);
+  auto loaded = backends::parsePlanJson(*json, "cerar.json");
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  EXPECT_DOUBLE_EQ(loaded->meta.errorBound, plan->codedError);
+  EXPECT_DOUBLE_EQ(loaded->meta.roundoffGain, plan->codedRoundoffGain);
+  std::string negative = errorMessage(
+      backends::parsePlanJson(
+          llvm::StringRef(*json).str().replace(json->find("\"roundoffGain\": "),
+                                               16, "\"roundoffGain\": -"),
+          "cerar.json")
+          .takeError());
+  EXPECT_NE(negative.find("$.roundoffGain: expected a non-negative number"),
+            std::string::npos)
+      << negative;
+  // An exact plan file (no bound) with the same ops is rejected.
+  backends::PlanMeta exactMeta = meta;
+  exactMeta.errorBound = 0;
+  std::string noBound = errorMessage(
+      backends::planToJson(plan->schedule, exactMeta).takeError());
+  EXPECT_NE(noBound.find("cannot write a plan for a schedule that fails "
+                         "verification"),
+            std::string::npos);
+}
+
+TEST(CompileCerar, Errors) {
+  topo::Topology t = box4();
+  PassLogger log;
+  CompileRequest ag = cerarRequest(4, 0);
+  ag.collective = ir::Collective::AllGather;
+  EXPECT_EQ(errorMessage(compile(t, ag, log).takeError()),
+            "--algorithm cerar is a coded all-reduce; allgather has no CERAR "
+            "form (use ring or trees)");
+  CompileRequest approx = cerarRequest(8, 0);
+  EXPECT_EQ(errorMessage(compile(t, approx, log).takeError()),
+            "cerar: c = 8 > N = 4 is approximate; pass --tolerance to allow "
+            "it, or use c <= N");
+  CompileRequest wire = cerarRequest(4, 0);
+  wire.wireDtype = "fp8";
+  EXPECT_EQ(errorMessage(compile(t, wire, log).takeError()),
+            "unknown --wire-dtype 'fp8'; expected 'fp32', 'fp16' or 'bf16'");
+  CompileRequest chunks = cerarRequest(4, 0);
+  chunks.chunks = 2;
+  EXPECT_EQ(errorMessage(compile(t, chunks, log).takeError()),
+            "--chunks applies to the ring and trees algorithms; CERAR's "
+            "messages are its components (--components)");
+  EXPECT_EQ(errorMessage(compile(4, cerarRequest(4, 0), log).takeError()),
+            "--algorithm cerar needs the topology: its parameters follow the "
+            "ring's bottleneck link");
+}
+
+TEST(CompileAuto, KeepsTheFastestPrediction) {
+  topo::Topology t = box4();
+  CompileRequest req;
+  req.collective = ir::Collective::AllReduce;
+  req.algorithm = Algorithm::Auto;
+  req.bytes = 1024.0 * 1024 * 1024;
+  PassLogger log;
+  auto plan = compile(t, req, log);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  EXPECT_FALSE(plan->coded);
+  EXPECT_TRUE(mentions(plan->explain, "auto: ring predicted"));
+  EXPECT_TRUE(mentions(plan->explain, "auto: trees predicted"));
+  EXPECT_TRUE(mentions(plan->explain, "auto: hier-ring not applicable"));
+  EXPECT_TRUE(mentions(plan->explain, "auto: cerar not considered"));
+  EXPECT_TRUE(mentions(plan->explain,
+                       "auto: chose " + algorithmName(plan->algorithm).str()));
+  // The candidates are priced by the simulator (cut-through links): the
+  // winner is never slower than the ring or the trees there.
+  EXPECT_TRUE(mentions(plan->explain, "us (simulated)"));
+  auto chosen = analysis::simulateTime(t, plan->schedule, req.bytes,
+                                       analysis::SimMode::CutThrough);
+  ASSERT_TRUE(bool(chosen)) << llvm::toString(chosen.takeError());
+  for (Algorithm other : {Algorithm::Ring, Algorithm::Trees}) {
+    CompileRequest sub = req;
+    sub.algorithm = other;
+    auto otherPlan = compile(t, sub, log);
+    ASSERT_TRUE(bool(otherPlan)) << llvm::toString(otherPlan.takeError());
+    auto base = analysis::simulateTime(t, otherPlan->schedule, req.bytes,
+                                       analysis::SimMode::CutThrough);
+    ASSERT_TRUE(bool(base)) << llvm::toString(base.takeError());
+    EXPECT_LE(*chosen, *base * (1 + 1e-12)) << algorithmName(other).str();
+  }
+
+  EXPECT_EQ(errorMessage(compile(4, req, log).takeError()),
+            "--algorithm auto compares the algorithms on the topology; give "
+            "one");
+}
+
+TEST(CompileAuto, ConsidersCerarOnlyWithATolerance) {
+  topo::Topology t = box4();
+  CompileRequest req;
+  req.collective = ir::Collective::AllReduce;
+  req.algorithm = Algorithm::Auto;
+  req.bytes = 1024.0 * 1024 * 1024;
+  req.tolerance = 1e-2;
+  PassLogger log;
+  auto plan = compile(t, req, log);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  // NVLink-class links: CERAR's decision is made and explained either way.
+  EXPECT_TRUE(mentions(plan->explain, "auto: cerar"));
+  EXPECT_FALSE(mentions(plan->explain, "cerar not considered"));
+}
+
+} // namespace
