@@ -545,7 +545,7 @@ private:
 
 } // namespace
 
-llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
+llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
                                          llvm::StringRef fileName) {
   // The programs and their ops are parsed one at a time (SplitParse). A
   // syntax error anywhere re-parses the whole text, for llvm::json's line
@@ -561,7 +561,7 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
     return syntaxError();
 
   Reader rd(fileName);
-  LoadedPlan plan;
+  PlanFile plan;
   ir::Schedule &s = plan.schedule;
   const json::Object *top = rd.object(&file->root(), "$");
   if (!top)
@@ -750,7 +750,7 @@ llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
   return plan;
 }
 
-llvm::Expected<LoadedPlan> loadPlanFile(llvm::StringRef path) {
+llvm::Expected<PlanFile> loadPlanFile(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!buf)
     return makeUserError("cannot read plan '" + path +

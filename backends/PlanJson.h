@@ -51,7 +51,7 @@ llvm::Error verifyPlanSchedule(const ir::Schedule &s, double errorBound);
 /// its schedule content (planContentHash), which ranks compare at run time.
 /// Plain data: concurrent const access is safe (runtime::Plan shares one
 /// between rank threads).
-struct LoadedPlan {
+struct PlanFile {
   ir::Schedule schedule;
   PlanMeta meta;
   uint64_t contentHash = 0;
@@ -70,9 +70,9 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
 
 /// Parses and validates plan text; `fileName` prefixes every diagnostic
 /// ("FILE: JSON.PATH: message").
-llvm::Expected<LoadedPlan> parsePlanJson(llvm::StringRef text,
+llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
                                          llvm::StringRef fileName);
-llvm::Expected<LoadedPlan> loadPlanFile(llvm::StringRef path);
+llvm::Expected<PlanFile> loadPlanFile(llvm::StringRef path);
 
 } // namespace topocc::backends
 

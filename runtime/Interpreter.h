@@ -140,7 +140,7 @@ private:
   /// Computes `dataPreds` (load and fromSchedule call it).
   void buildDataflow();
 
-  backends::LoadedPlan plan;
+  backends::PlanFile plan;
   /// Per rank, per op: the ops it must wait for when a host transport runs
   /// the plan as dataflow: its deps plus, for every buffer slot it reads or
   /// writes, the earlier conflicting accesses of its rank (last writer;

@@ -57,20 +57,23 @@ size_t numberLength(llvm::StringRef s) {
       ++digits;
   if (digits == 0)
     return 0;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    size_t j = i + 1;
-    if (j < s.size() && (s[j] == '+' || s[j] == '-'))
-      ++j;
-    if (j < s.size() && llvm::isDigit(s[j])) {
-      while (j < s.size() && llvm::isDigit(s[j]))
-        ++j;
-      i = j;
-    }
-  }
-  return i;
+  return skipDecimalExponent(s, i);
 }
 
 } // namespace
+
+size_t skipDecimalExponent(llvm::StringRef s, size_t i) {
+  if (i >= s.size() || (s[i] != 'e' && s[i] != 'E'))
+    return i;
+  size_t j = i + 1;
+  if (j < s.size() && (s[j] == '+' || s[j] == '-'))
+    ++j;
+  if (j >= s.size() || !llvm::isDigit(s[j]))
+    return i;
+  while (j < s.size() && llvm::isDigit(s[j]))
+    ++j;
+  return j;
+}
 
 std::optional<double> readByteSize(llvm::StringRef text) {
   llvm::StringRef s = text.trim();

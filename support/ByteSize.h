@@ -20,6 +20,11 @@
 
 namespace topocc {
 
+/// The end of a decimal exponent ("e6", "E-3": e or E, an optional sign,
+/// at least one digit) starting at s[i]; `i` itself when there is none.
+/// Shared by the size and the topology-unit lexers.
+size_t skipDecimalExponent(llvm::StringRef s, size_t i);
+
 /// A byte size in the nccl-tests convention: a positive decimal number
 /// ("64", "1.5", "1e6", an optional leading '+'), optional blanks, and an
 /// optional unit: B, or K, M, G or T alone or followed by B or iB (any

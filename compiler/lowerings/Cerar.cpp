@@ -49,6 +49,12 @@ std::string msText(double seconds) {
   return llvm::formatv("{0:F3} ms", seconds * 1e3).str();
 }
 
+void recordCode(const cerar::Design &d, CompileResult &result) {
+  result.coded = true;
+  result.codedError = d.worstError;
+  result.codedRoundoffGain = d.maxCondition * d.rounds;
+}
+
 namespace {
 
 /// CERAR's policy and design for `req` (--algorithm cerar: forced; auto:
@@ -145,9 +151,7 @@ public:
       return makeInternalError("the CERAR schedule no longer matches its "
                                "code after the passes (a bug in topocc): " +
                                llvm::toString(chk.takeError()));
-    result.coded = true;
-    result.codedError = d.worstError;
-    result.codedRoundoffGain = d.maxCondition * d.rounds;
+    recordCode(d, result);
     return llvm::Error::success();
   }
 

@@ -25,6 +25,10 @@ codedPolicyOptions(const CompileRequest &req, llvm::StringRef alg);
 /// "4.142 ms".
 std::string msText(double seconds);
 
+/// `result` carries a coded schedule of design `d`: its worst per-rank
+/// error and how much it amplifies rounding (condition number x rounds).
+void recordCode(const cerar::Design &d, CompileResult &result);
+
 } // namespace topocc::lowerings
 
 #endif // TOPOCC_COMPILER_LOWERINGS_CODEDREQUEST_H

@@ -187,9 +187,7 @@ public:
                                "its code after the passes (a bug in "
                                "topocc): " +
                                llvm::toString(chk.takeError()));
-    result.coded = true;
-    result.codedError = d.worstError;
-    result.codedRoundoffGain = d.maxCondition * d.rounds;
+    recordCode(d, result);
     return llvm::Error::success();
   }
 

@@ -6,6 +6,7 @@
 
 #include "compiler/topology/Units.h"
 
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -230,16 +231,7 @@ llvm::Expected<Quantity> parseQuantity(llvm::StringRef text, QuantityKind kind,
   if (digits == 0)
     return fail("expected " + example(kind) + " for " + what + ", got '" + s +
                 "'");
-  if (i + 1 < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    size_t j = i + 1;
-    if (j < s.size() && (s[j] == '+' || s[j] == '-'))
-      ++j;
-    if (j < s.size() && llvm::isDigit(s[j])) {
-      while (j < s.size() && llvm::isDigit(s[j]))
-        ++j;
-      i = j;
-    }
-  }
+  i = skipDecimalExponent(s, i);
   std::string numText = s.substr(0, i).str();
   double number = std::strtod(numText.c_str(), nullptr);
   if (!std::isfinite(number))
