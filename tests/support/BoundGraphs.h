@@ -1,7 +1,7 @@
 //===- tests/support/BoundGraphs.h - Graphs for bound and tree tests -*- C++
 //-*-===//
 //
-// The hand-built bound graphs shared by tests/unit/bound and tests/unit/trees
+// The hand-built bound graphs shared by tests/unit/analysis and tests/unit/algorithms
 // (before, each test file carried its own near copy): the reference models of
 // docs/Algorithms-trees.md, "Reference fixtures" (DGX-A100 x n, MI250 x n,
 // DGX-1) and the random meshes of the property tests. Header-only;

@@ -70,7 +70,7 @@ struct WhatIfOptions {
 /// more: each (rank, channel) is one dependency chain in the order its
 /// threadblock runs it, so channel and threadblock assignment and
 /// legalization (zero-cost nops) do not change the timing (checked in
-/// tests/unit/simulator), and whatif skips them and their verification,
+/// tests/unit/analysis), and whatif skips them and their verification,
 /// which dominate at hundreds of ranks. The simulator itself rejects a
 /// schedule that cannot run to the end.
 llvm::Expected<ir::Schedule> lowerAndFuse(const passes::RingOptions &ro) {

@@ -11,11 +11,11 @@ rejects that (GPUs do not forward), so these files add one ib0 <-> ib1 link
 at 25 GB/s. lambda* is unchanged: adding capacity never raises a cut's ratio,
 and the argmax cuts of that table (V minus a GPU for 2 boxes, 3 boxes plus
 both IB switches for 4) contain both IB switches, so the new link does not
-cross them. The exact models are checked in tests/unit/bound/BoundTest.cpp.
+cross them. The exact models are checked in tests/unit/analysis/BoundTest.cpp.
 
 1 x MI250 and DGX-1 are pure GPU meshes: topocc/v1 rejects them (GPUs do not
 forward, so GPU pairs without a direct link have no route). Their fractions
-are checked in tests/unit/bound/BoundTest.cpp on graphs built from the same
+are checked in tests/unit/analysis/BoundTest.cpp on graphs built from the same
 matrices; mi250(1) and ndv2() are kept for when the format allows it.
 """
 
