@@ -119,8 +119,10 @@ public:
   /// A pass of the table; its user errors say what the lowering chose.
   llvm::Error run(PassId id, bool verify) {
     llvm::Error err = runPass(passInfo(id), s, log, verify, options, vopts);
+    if (!err || err.isA<InternalError>())
+      return err;
     std::string context = lowering.errorContext();
-    if (!err || context.empty() || err.isA<InternalError>())
+    if (context.empty())
       return err;
     return makeUserError(context + errorMessages(std::move(err), "; "));
   }
