@@ -125,6 +125,11 @@ struct CompileResult {
   /// Coded schedules: the largest encoder condition number times the
   /// rounds, how much the code amplifies rounding (backends::PlanMeta).
   double codedRoundoffGain = 0;
+  /// --algorithm auto: the flags of the winning setting beyond the
+  /// algorithm ("--channels 8"; empty for the algorithm's own default) and
+  /// its predicted time, seconds (0 otherwise).
+  std::string chosenFlags;
+  double predictedTime = 0;
 };
 
 } // namespace topocc

@@ -25,11 +25,11 @@ struct Price {
   const char *by;
 };
 
-/// The predicted time of a candidate's final schedule: the simulator, with
-/// cut-through links (MSCCL and the topocc runtime stream slices through
-/// every connection) unless the request names a mode (whatif's auto
-/// column). It sees what the cost model cannot: trees that share a link do
-/// not each get their fluid share of it.
+/// The predicted time of a candidate's final schedule: the simulator in the
+/// runtime model (Prediction.h: the number compile prints) unless the
+/// request names a mode (whatif's auto column). It sees what the cost model
+/// cannot: trees that share a link do not each get their fluid share of it,
+/// and every threadblock and loop iteration costs its time.
 llvm::Expected<Price> price(const topo::Topology &t, const CompileRequest &req,
                             analysis::LinkModel &m, const ir::Schedule &s) {
   size_t ops = 0;
@@ -42,12 +42,17 @@ llvm::Expected<Price> price(const topo::Topology &t, const CompileRequest &req,
     return Price{cost->time, "cost model"};
   }
   auto time = analysis::simulateTime(
-      t, s, req.bytes, req.autoSimMode.value_or(analysis::SimMode::CutThrough),
+      t, s, req.bytes, req.autoSimMode.value_or(analysis::SimMode::Runtime),
       req.autoReduceBandwidth);
   if (!time)
     return time.takeError();
   return Price{*time, "simulated"};
 }
+
+/// A candidate replaces the best so far only when it is faster by more
+/// than 0.1%: on ties the earlier one (registry order, fewer channels,
+/// smaller k) wins, which uses fewer threadblocks.
+bool faster(double time, double best) { return time < best * (1 - 1e-3); }
 
 /// "auto: NAME not applicable (first line of the error)", or the error
 /// itself when it is a bug.
@@ -77,6 +82,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   std::optional<CompileResult> best;
   std::optional<CompileRequest> bestRequest;
   double bestTime = std::numeric_limits<double>::infinity();
+  std::string bestFlags; ///< the winning variant's flags, or empty
   for (Algorithm a : loweringAlgorithms()) {
     auto candidate = lowerings::autoCandidate(a, ctx);
     if (!candidate)
@@ -108,20 +114,50 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     auto cost = price(*t, req, m, result->schedule);
     if (!cost)
       return cost.takeError();
-    ctx.priced[a] = cost->time;
+    double algoBest = cost->time;
     lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2})",
                                   algorithmName(a), cost->time * 1e6, cost->by)
                         .str());
-    if (cost->time < bestTime) {
+    if (faster(cost->time, bestTime)) {
       bestTime = cost->time;
       best = std::move(*result);
       bestRequest = std::move(sub);
+      bestFlags.clear();
     }
+    for (auto &[flags, variant] : candidate->variants) {
+      auto v = compile(*t, variant, quiet);
+      if (!v) {
+        auto line = notApplicable((algorithmName(a) + " " + flags).str(),
+                                  v.takeError());
+        if (!line)
+          return line.takeError();
+        lines.push_back(std::move(*line));
+        continue;
+      }
+      auto vc = price(*t, req, m, v->schedule);
+      if (!vc)
+        return vc.takeError();
+      algoBest = std::min(algoBest, vc->time);
+      lines.push_back(llvm::formatv("auto: {0} {1} predicted {2:F3} us ({3})",
+                                    algorithmName(a), flags, vc->time * 1e6,
+                                    vc->by)
+                          .str());
+      if (faster(vc->time, bestTime)) {
+        bestTime = vc->time;
+        best = std::move(*v);
+        bestRequest = variant;
+        bestFlags = flags;
+      }
+    }
+    ctx.priced[a] = algoBest;
   }
   if (!best)
     return makeUserError("--algorithm auto: no algorithm applies:\n" +
                          llvm::join(lines, "\n"));
-  lines.push_back("auto: chose " + algorithmName(best->algorithm).str());
+  lines.push_back("auto: chose " + algorithmName(best->algorithm).str() +
+                  (bestFlags.empty() ? "" : " " + bestFlags));
+  best->chosenFlags = bestFlags;
+  best->predictedTime = bestTime;
   // The winner was compiled quietly; compile it again only when the caller
   // prints the IR or times the passes.
   if (!log.isQuiet()) {

@@ -13,6 +13,8 @@
 
 #include "compiler/algorithms/RingSearch.h"
 
+#include "compiler/analysis/NetRoutes.h"
+
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -505,17 +507,24 @@ struct Searcher {
       cap[r] = m.capacity(r);
     bool allExact = true;
     std::vector<double> baseLoad(m.numResources(), 0);
-    // Local path per (node, rail), in local GPU indices.
-    auto localPath = [&](size_t ni, size_t rail) {
+    // Local path per (node, rail), in local GPU indices: entering from NIC
+    // `nicIn` at one of `entries` and leaving through `nicOut` from one of
+    // `exits` (both empty: the 4 GPUs nearest to the rail's NIC).
+    auto localPath = [&](size_t ni, size_t rail, std::vector<int> entries,
+                         std::vector<int> exits, int nicIn, int nicOut) {
       const NodeInfo &info = nodes[ni];
       int k = static_cast<int>(info.gpuRanks.size());
       int nic = info.nics[rail];
+      if (nicIn < 0)
+        nicIn = nic;
+      if (nicOut < 0)
+        nicOut = nic;
       std::vector<PathFlow> toNic(k), fromNic(k);
       std::vector<int> byNic(k);
       for (int g = 0; g < k; ++g) {
         int dev = t.rankDevice(info.gpuRanks[g]);
-        toNic[g] = m.deviceFlow(dev, nic);
-        fromNic[g] = m.deviceFlow(nic, dev);
+        toNic[g] = m.deviceFlow(dev, nicOut);
+        fromNic[g] = m.deviceFlow(nicIn, dev);
         byNic[g] = g;
       }
       std::stable_sort(byNic.begin(), byNic.end(), [&](int x, int y) {
@@ -525,19 +534,21 @@ struct Searcher {
       });
       if (k == 1)
         return std::vector<int>{0};
+      if (entries.empty()) {
+        entries.assign(byNic.begin(), byNic.begin() + std::min(k, 4));
+        exits = entries;
+      }
       std::vector<const PathFlow *> flows(static_cast<size_t>(k) * k);
       for (int a = 0; a < k; ++a)
         for (int b = 0; b < k; ++b)
           flows[a * k + b] = &m.rankFlow(info.gpuRanks[a], info.gpuRanks[b]);
-      int cands = std::min(k, 4);
       std::vector<int> bestPath;
       PathFlow bestClosing;
       double bestT = kInf;
-      for (int ei = 0; ei < cands; ++ei)
-        for (int xi = 0; xi < cands; ++xi) {
-          if (ei == xi)
+      for (int e : entries)
+        for (int x : exits) {
+          if (e == x)
             continue;
-          int e = byNic[ei], x = byNic[xi];
           PathFlow closing = concat({toNic[x], fromNic[e]});
           GroupSearch g(flows, k, cap, steps * msg, msg, k, e, x, &closing);
           g.base = &baseLoad;
@@ -575,15 +586,62 @@ struct Searcher {
     };
     std::vector<RingChannel> rings;
     std::map<std::pair<size_t, size_t>, std::vector<int>> pathCache;
+    // The runtime's NICs (NCCL's rule, analysis/NetRoutes.h): a GPU sends
+    // and receives through its own NIC on a channel, so an inter-node hop
+    // stays on one rail only when it joins GPUs whose NICs share it. With
+    // an even number of identical nodes, channel c enters node 0 at a GPU
+    // whose NIC is rail c's, leaves it at one whose NIC is rail c + 1's,
+    // and the next node runs the same path backwards (entering where node
+    // 0 left, on the same rail), and so on around the ring.
+    bool identical = true;
+    for (size_t a = 1; a < nodes.size(); ++a)
+      identical = identical && nodes[a].sameAs == 0;
+    const bool alternate = identical && nodes.size() % 2 == 0 &&
+                           nodes[0].gpuRanks.size() >= 2 && rails >= 2;
+    analysis::NcclNetRoutes rule(t);
     for (int c = 0; c < channels; ++c) {
       size_t rail = static_cast<size_t>(c) % rails;
       RingChannel rc;
       std::vector<size_t> exitPos;
+      std::vector<int> altPath;
+      if (alternate) {
+        const NodeInfo &n0 = nodes[0];
+        int nicIn = n0.nics[rail], nicOut = n0.nics[(rail + 1) % rails];
+        std::vector<int> entries, exits;
+        for (int g = 0; g < static_cast<int>(n0.gpuRanks.size()); ++g) {
+          int nic = rule.nicFor(n0.gpuRanks[g], c);
+          if (nic == nicIn)
+            entries.push_back(g);
+          if (nic == nicOut)
+            exits.push_back(g);
+        }
+        if (!entries.empty() && !exits.empty())
+          altPath = localPath(0, rail, entries, exits, nicIn, nicOut);
+      }
+      if (!altPath.empty()) {
+        for (size_t ni = 0; ni < nodes.size(); ++ni) {
+          if (ni % 2 == 0)
+            for (int g : altPath)
+              rc.order.push_back(nodes[ni].gpuRanks[g]);
+          else
+            for (auto it = altPath.rbegin(); it != altPath.rend(); ++it)
+              rc.order.push_back(nodes[ni].gpuRanks[*it]);
+          exitPos.push_back(rc.order.size() - 1);
+        }
+        rc.nics.assign(n, NicPair{});
+        for (size_t i = 0; i < rc.order.size(); ++i) {
+          int a = rc.order[i], b = rc.order[(i + 1) % rc.order.size()];
+          if (t.nodeOfRank(a) != t.nodeOfRank(b))
+            rc.nics[i] = NicPair{rule.nicFor(a, c), rule.nicFor(b, c)};
+        }
+        rings.push_back(std::move(rc));
+        continue;
+      }
       for (size_t ni = 0; ni < nodes.size(); ++ni) {
         size_t src = nodes[ni].sameAs >= 0 ? nodes[ni].sameAs : ni;
         auto key = std::make_pair(src, rail);
         if (!pathCache.count(key))
-          pathCache[key] = localPath(src, rail);
+          pathCache[key] = localPath(src, rail, {}, {}, -1, -1);
         const std::vector<int> &path = pathCache[key];
         if (path.size() != nodes[ni].gpuRanks.size())
           return {};
@@ -605,11 +663,9 @@ struct Searcher {
     setShares(rings, rates);
     method = allExact ? "node-major exact" : "node-major heuristic";
     // Seeded alternative: the node's own multi-ring solution, each ring cut
-    // open next to its channel's NIC. Kept when the cost model prefers it.
-    bool identical = true;
-    for (size_t a = 1; a < nodes.size(); ++a)
-      identical = identical && nodes[a].sameAs == 0;
-    if (identical && nodes[0].gpuRanks.size() >= 2) {
+    // open next to its channel's NIC. Kept when the cost model prefers it
+    // (not with the alternating rings: its hops leave the NIC rule's rails).
+    if (identical && !alternate && nodes[0].gpuRanks.size() >= 2) {
       auto tg = timeOf(rings);
       if (!tg) {
         llvm::consumeError(tg.takeError());

@@ -27,10 +27,9 @@
 
 namespace topocc::analysis {
 
-/// Device memory bandwidth of a GPU model, bytes/s, matched
-/// case-insensitively as a substring, most specific key first: h200 4800,
-/// h100-pcie 2000, h100 3350, a100-pcie 1935, a100 2039, v100 900, mi250
-/// 1638 (per GCD) GB/s. 0 for an unknown model (its local work is free).
+/// Device memory bandwidth of a GPU model, bytes/s, from the table of
+/// compiler/topology/GpuModels.h (e.g. a100 2039, h100 3350, mi250 1638 per
+/// GCD GB/s). 0 for an unknown model (its local work is free).
 double memoryBandwidth(llvm::StringRef gpuModel);
 
 /// memoryBandwidth of the GPU of every rank of `t`, by rank.
@@ -55,13 +54,14 @@ std::vector<double> memoryBandwidthsFor(const topo::Topology &t,
                                         std::optional<double> override);
 
 /// Simulated completion time, seconds, of `s` on `t` for a collective of
-/// `bytes` (nccl-tests S): analysis::simulate in store-and-forward mode with
+/// `bytes` (nccl-tests S): analysis::simulate in `mode` (default the runtime
+/// model, Prediction.h) with
 /// the GPU models' memory bandwidths. Prices link contention (shared PCIe
 /// switches, host bridges) that estimateSchedule's max-over-links term
 /// averages away; for ranking candidate schedules. User errors as simulate.
 llvm::Expected<double>
 simulateTime(const topo::Topology &t, const ir::Schedule &s, double bytes,
-             SimMode mode = SimMode::StoreAndForward,
+             SimMode mode = SimMode::Runtime,
              std::optional<double> reduceBandwidth = std::nullopt);
 
 } // namespace topocc::analysis

@@ -15,6 +15,7 @@
 #include "compiler/analysis/Simulator.h"
 
 #include "compiler/analysis/ComputeModel.h"
+#include "compiler/analysis/NetRoutes.h"
 
 #include "support/Diagnostics.h"
 
@@ -24,14 +25,55 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 namespace topocc::analysis {
 
 double defaultReduceBandwidth(llvm::StringRef model) {
   return memoryBandwidth(model) / 3;
+}
+
+llvm::StringRef simModeName(SimMode m) {
+  switch (m) {
+  case SimMode::StoreAndForward:
+    return "store-and-forward";
+  case SimMode::CutThrough:
+    return "cut-through";
+  case SimMode::Runtime:
+    return "runtime";
+  }
+  return "runtime";
+}
+
+llvm::Expected<SimMode> parseSimMode(llvm::StringRef name) {
+  for (SimMode m :
+       {SimMode::Runtime, SimMode::CutThrough, SimMode::StoreAndForward})
+    if (name == simModeName(m))
+      return m;
+  return makeUserError("invalid mode '" + name +
+                       "' (expected runtime, cut-through or "
+                       "store-and-forward)");
+}
+
+int runtimeIterations(const ir::Schedule &s, double bytes,
+                      const RuntimeParams &p) {
+  if (s.chunksPerLoop <= 0 || bytes <= 0 || p.loopChunkBytes <= 0)
+    return 1;
+  double perChunk = bytes / s.chunksPerLoop;
+  double wanted = std::ceil(perChunk / p.loopChunkBytes);
+  size_t numOps = 0;
+  for (const ir::RankProgram &rp : s.ranks)
+    numOps += rp.ops.size();
+  double cap = numOps ? std::max<double>(1.0, std::floor(double(
+                                                   p.maxOpInstances) /
+                                               double(numOps)))
+                      : 1.0;
+  return static_cast<int>(std::clamp(wanted, 1.0, cap));
 }
 
 namespace {
@@ -134,11 +176,15 @@ struct ResState {
 
 struct Message {
   uint32_t senderOp = 0, receiverOp = 0; ///< global op ids
+  int32_t channel = -1;                  ///< the sender's channel
   int32_t from = -1, to = -1;            ///< ranks; -1: no such end
   int32_t route = -1;                    ///< -1: local, delivered at once
   uint32_t stage = 0;
   double bytes = 0;
-  double tail = 0; ///< cut-through: when the tail reached the current stage
+  /// Cut-through: when the tail reached the current stage. Runtime: when
+  /// the tail may leave the sender (its input's tail), then when it
+  /// reached the receiver.
+  double tail = 0;
 };
 
 class Sim {
@@ -150,8 +196,10 @@ public:
 
 private:
   llvm::Error build();
-  int routeFor(int a, int b);
+  int routeFor(int a, int b, int channel);
+  int routeThrough(int a, int b, const PathFlow &f);
   void startOp(uint32_t g, double now);
+  void startRuntimeOp(uint32_t g, double now);
   void completeOp(uint32_t g, double now);
   void release(uint32_t g, double now, uint32_t pred, int msg);
   void inject(uint32_t msg, double now);
@@ -162,10 +210,10 @@ private:
   void drain();
   std::vector<SimFlow> flowsOf(const std::vector<SimTransfer> &xs);
   /// Starts loading the records of `op`'s messages (see build()).
-  void prefetchMessages(const ir::Op &op) const {
+  void prefetchMessages(const ir::Op &op, int32_t offset) const {
     for (int32_t id : {op.sendMsg, op.recvMsg})
-      if (id >= 0 && static_cast<size_t>(id) < msgs.capacity())
-        __builtin_prefetch(msgs.data() + id, 1);
+      if (id >= 0 && static_cast<size_t>(id + offset) < msgs.capacity())
+        __builtin_prefetch(msgs.data() + id + offset, 1);
   }
   static constexpr size_t kPrefetchAhead = 8;
   /// Message `id`, growing the table (ids are dense in verified schedules).
@@ -181,6 +229,21 @@ private:
   LinkModel &m;
   const topo::Topology &t;
   const SimOptions &o;
+  bool runtime = false; ///< SimMode::Runtime
+  int iterations = 1;
+  int32_t msgStride = 0;
+
+  /// (rank, op index in the schedule, iteration) of global op `g`.
+  SimStep stepOf(uint32_t g) const {
+    SimStep st;
+    st.rank = static_cast<int>(ops[g].rank);
+    uint32_t local = g - base[ops[g].rank];
+    uint32_t perIter =
+        static_cast<uint32_t>(s.ranks[ops[g].rank].ops.size());
+    st.op = static_cast<int>(perIter ? local % perIter : local);
+    st.iteration = static_cast<int>(perIter ? local / perIter : 0);
+    return st;
+  }
 
   // Ops.
   std::vector<uint32_t> base; ///< per rank, first global op id
@@ -194,6 +257,9 @@ private:
   std::vector<uint32_t> stageBegin; ///< stage i: entries [stageBegin[i], [i+1])
   std::vector<RouteEntry> entries;
   llvm::DenseMap<uint64_t, int> routeIndex;
+  /// Routes through given NICs, by (from, to, out NIC, in NIC).
+  std::map<std::tuple<int, int, int, int>, int> viaIndex;
+  std::optional<NcclNetRoutes> netRoutes; ///< Runtime with ncclNetRule
   std::map<uint64_t, NicPair> hints; ///< SimOptions::routeHints by pair
   std::vector<ResState> res;
 
@@ -204,15 +270,39 @@ private:
   std::vector<SimTransfer> transfers;
 };
 
-int Sim::routeFor(int a, int b) {
+int Sim::routeFor(int a, int b, int channel) {
   uint64_t key = static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
   auto it = routeIndex.find(key);
   if (it != routeIndex.end())
     return it->second;
   auto hint = hints.find(key);
+  if (hint == hints.end() && netRoutes && t.nodeOfRank(a) != t.nodeOfRank(b)) {
+    // Across nodes the runtime's connection of this channel goes through
+    // the NICs NCCL gives each end (NetRoutes.h).
+    int out = netRoutes->nicFor(a, channel), in = netRoutes->nicFor(b, channel);
+    if (out >= 0 && in >= 0) {
+      auto key4 = std::make_tuple(a, b, out, in);
+      auto v = viaIndex.find(key4);
+      if (v != viaIndex.end())
+        return v->second;
+      const PathFlow &f = m.viaFlow(a, out, in, b);
+      int id = f.found ? routeThrough(a, b, f) : -1;
+      if (id == -1) // no route through those NICs: route freely
+        id = routeThrough(a, b, m.rankFlow(a, b));
+      viaIndex[key4] = id;
+      return id;
+    }
+  }
   const PathFlow &f = hint != hints.end()
                           ? m.viaFlow(a, hint->second.out, hint->second.in, b)
                           : m.rankFlow(a, b);
+  int id = routeThrough(a, b, f);
+  routeIndex[key] = id;
+  return id;
+}
+
+/// The route of flow `f` from rank a to b as stages (-2: no route).
+int Sim::routeThrough(int a, int b, const PathFlow &f) {
   if (!f.found)
     return -2;
   Route r;
@@ -251,9 +341,7 @@ int Sim::routeFor(int a, int b) {
     left = std::move(rest);
   }
   routes.push_back(r);
-  int id = static_cast<int>(routes.size()) - 1;
-  routeIndex[key] = id;
-  return id;
+  return static_cast<int>(routes.size()) - 1;
 }
 
 llvm::Error Sim::build() {
@@ -267,12 +355,22 @@ llvm::Error Sim::build() {
     return makeUserError(llvm::formatv(
         "schedule declares {0} ranks but has {1} rank programs", s.numRanks,
         s.ranks.size()));
-  double unit = o.bytes / s.chunksPerLoop;
+  runtime = o.mode == SimMode::Runtime;
+  iterations = runtime ? runtimeIterations(s, o.bytes, o.runtime) : 1;
+  double unit = o.bytes / s.chunksPerLoop / iterations;
   size_t n = s.ranks.size();
   base.assign(n + 1, 0);
   for (size_t r = 0; r < n; ++r)
-    base[r + 1] = base[r] + static_cast<uint32_t>(s.ranks[r].ops.size());
+    base[r + 1] = base[r] + static_cast<uint32_t>(s.ranks[r].ops.size()) *
+                                static_cast<uint32_t>(iterations);
   uint32_t total = base[n];
+  // Iteration k's message m is message k * msgStride + m.
+  msgStride = 0;
+  if (iterations > 1)
+    for (const ir::RankProgram &rp : s.ranks)
+      for (const ir::Op &op : rp.ops)
+        msgStride = std::max<int32_t>(
+            msgStride, std::max(op.sendMsg, op.recvMsg) + 1);
   ops.assign(total, OpState());
   bool programOrder = s.stage >= ir::Stage::ThreadblocksAssigned;
   // One pass over the schedule: edges (a before b) and local work; then a
@@ -287,21 +385,30 @@ llvm::Error Sim::build() {
                            : std::nullopt);
   for (size_t r = 0; r < n; ++r) {
     const auto &rops = s.ranks[r].ops;
+    uint32_t perIter = static_cast<uint32_t>(rops.size());
     lastInTb.clear();
+    // Iterations one after another: a threadblock's program order runs on
+    // from its last op of iteration k to its first of k + 1.
+    for (int k = 0; k < iterations; ++k)
     for (size_t i = 0; i < rops.size(); ++i) {
-      uint32_t g = base[r] + static_cast<uint32_t>(i);
+      uint32_t first = base[r] + static_cast<uint32_t>(k) * perIter;
+      uint32_t g = first + static_cast<uint32_t>(i);
       const ir::Op &op = rops[i];
+      int32_t msgOffset = k * msgStride;
       // Message ids follow the lowering's step order, not rank order: the
       // message records this loop touches are cache misses. Ask for them a
       // few ops ahead (this was 60% of build() in perf).
       if (i + kPrefetchAhead < rops.size())
-        prefetchMessages(rops[i + kPrefetchAhead]);
+        prefetchMessages(rops[i + kPrefetchAhead], msgOffset);
       OpState &st = ops[g];
       st.rank = static_cast<uint32_t>(r);
       for (ir::OpId d : op.deps)
         if (d >= 0 && static_cast<size_t>(d) < rops.size() &&
             static_cast<size_t>(d) != i)
-          edges.push_back({base[r] + static_cast<uint32_t>(d), g});
+          edges.push_back({first + static_cast<uint32_t>(d), g});
+      // Without threadblocks an op's next iteration follows it.
+      if (k > 0 && !(programOrder && op.threadblock >= 0))
+        edges.push_back({g - perIter, g});
       if (programOrder && op.threadblock >= 0) {
         auto it = llvm::find_if(lastInTb, [&](const auto &p) {
           return p.first == op.threadblock;
@@ -316,20 +423,21 @@ llvm::Error Sim::build() {
       st.cost = computeTime(op, unit, memBw[r]);
       // Message ends; the first one wins (the verifier reports duplicates).
       if (op.sendMsg >= 0) {
-        Message &msg = message(op.sendMsg);
+        Message &msg = message(op.sendMsg + msgOffset);
         if (msg.from < 0) {
           msg.from = static_cast<int32_t>(r);
           msg.senderOp = g;
           msg.bytes = op.wireCount() * unit;
-          st.sendMsg = op.sendMsg;
+          msg.channel = op.channel;
+          st.sendMsg = op.sendMsg + msgOffset;
         }
       }
       if (op.recvMsg >= 0) {
-        Message &msg = message(op.recvMsg);
+        Message &msg = message(op.recvMsg + msgOffset);
         if (msg.to < 0) {
           msg.to = static_cast<int32_t>(r);
           msg.receiverOp = g;
-          st.recvMsg = op.recvMsg;
+          st.recvMsg = op.recvMsg + msgOffset;
           ++st.pending;
         }
       }
@@ -358,8 +466,10 @@ llvm::Error Sim::build() {
     hints.emplace(static_cast<uint64_t>(h.from) << 32 |
                       static_cast<uint32_t>(h.to),
                   h.nics);
+  if (runtime && o.runtime.ncclNetRule && t.numNodes() > 1)
+    netRoutes.emplace(t);
   // Routes; consecutive messages mostly join the same pair.
-  int lastFrom = -1, lastTo = -1, lastRoute = -1;
+  int lastFrom = -1, lastTo = -1, lastChannel = -1, lastRoute = -1;
   for (size_t id = 0; id < msgs.size(); ++id) {
     Message &msg = msgs[id];
     if ((msg.from < 0) != (msg.to < 0))
@@ -368,10 +478,12 @@ llvm::Error Sim::build() {
           msg.from < 0 ? "sender" : "receiver"));
     if (msg.from < 0 || msg.from == msg.to)
       continue;
-    if (msg.from != lastFrom || msg.to != lastTo) {
+    if (msg.from != lastFrom || msg.to != lastTo ||
+        (netRoutes && msg.channel != lastChannel)) {
       lastFrom = msg.from;
       lastTo = msg.to;
-      lastRoute = routeFor(msg.from, msg.to);
+      lastChannel = msg.channel;
+      lastRoute = routeFor(msg.from, msg.to, msg.channel);
     }
     if (lastRoute == -2)
       return makeUserError(llvm::formatv(
@@ -389,6 +501,10 @@ llvm::Error Sim::build() {
 void Sim::startOp(uint32_t g, double now) {
   OpState &st = ops[g];
   st.start = now;
+  if (runtime) {
+    startRuntimeOp(g, now);
+    return;
+  }
   if (st.cost > 0) {
     push(now + st.cost, EvKind::OpDone, g);
     return;
@@ -396,11 +512,44 @@ void Sim::startOp(uint32_t g, double now) {
   completeOp(g, now);
 }
 
+void Sim::startRuntimeOp(uint32_t g, double now) {
+  OpState &st = ops[g];
+  // The step works slice by slice: it starts on its input's first slice,
+  // and its last slice is done after the input's tail and its own work.
+  double slices = std::max(1, o.runtime.slicesPerStep);
+  double inTail = st.recvMsg >= 0 ? msgs[st.recvMsg].tail : now;
+  double endIn = std::max(now + st.cost, inTail + st.cost / slices);
+  if (st.sendMsg < 0) {
+    if (endIn > now)
+      push(endIn, EvKind::OpDone, g);
+    else
+      completeOp(g, now);
+    return;
+  }
+  Message &msg = msgs[st.sendMsg];
+  if (msg.route < 0) {
+    // A copy within the rank: the receiver starts on its first slice.
+    msg.tail = endIn;
+    push(now + (endIn - now) / slices, EvKind::Deliver,
+         static_cast<uint32_t>(st.sendMsg));
+    if (endIn > now)
+      push(endIn, EvKind::OpDone, g);
+    else
+      completeOp(g, now);
+    return;
+  }
+  // The send starts now; its tail cannot leave before endIn, and the step
+  // (its threadblock) is done when the last byte is out (hop(), stage 0).
+  msg.stage = 0;
+  msg.tail = endIn;
+  hop(static_cast<uint32_t>(st.sendMsg), now);
+}
+
 void Sim::completeOp(uint32_t g, double now) {
   OpState &st = ops[g];
   st.end = now;
   st.done = 1;
-  if (st.sendMsg >= 0)
+  if (st.sendMsg >= 0 && !runtime)
     inject(static_cast<uint32_t>(st.sendMsg), now);
   for (uint32_t k = st.succBegin; k < st.succEnd; ++k)
     release(succ[k], now, g, -1);
@@ -430,8 +579,8 @@ void Sim::hop(uint32_t id, double now) {
   Message &msg = msgs[id];
   const Route &r = routes[msg.route];
   uint32_t st = r.firstStage + msg.stage;
-  bool cut = o.mode == SimMode::CutThrough;
-  double headOut = now, tailOut = now;
+  bool cut = o.mode != SimMode::StoreAndForward;
+  double headOut = now, tailOut = now, lastOut = now;
   bool first = true;
   for (uint32_t k = stageBegin[st]; k < stageBegin[st + 1]; ++k) {
     const RouteEntry &e = entries[k];
@@ -453,8 +602,13 @@ void Sim::hop(uint32_t id, double now) {
     double h = s0 + e.latency, tl = s1 + e.latency;
     headOut = first ? h : std::max(headOut, h);
     tailOut = first ? tl : std::max(tailOut, tl);
+    lastOut = first ? s1 : std::max(lastOut, s1);
     first = false;
   }
+  // Runtime: the sending step holds its threadblock until its last byte
+  // has left (and its input's tail is in).
+  if (runtime && msg.stage == 0)
+    push(std::max(lastOut, msg.tail), EvKind::OpDone, msg.senderOp);
   ++msg.stage;
   if (msg.stage < r.numStages) {
     if (cut) {
@@ -463,6 +617,13 @@ void Sim::hop(uint32_t id, double now) {
     } else {
       push(tailOut, EvKind::HopArrive, id);
     }
+    return;
+  }
+  if (runtime) {
+    // The receiving step starts on the first slice.
+    double slices = std::max(1, o.runtime.slicesPerStep);
+    msg.tail = tailOut;
+    push(headOut + (tailOut - headOut) / slices, EvKind::Deliver, id);
     return;
   }
   push(tailOut, EvKind::Deliver, id);
@@ -515,7 +676,7 @@ llvm::Expected<SimResult> Sim::run() {
     if (!st.done) {
       if (stuck.size() < 5)
         stuck.push_back(llvm::formatv("rank {0} %{1}", st.rank,
-                                      g - base[st.rank]));
+                                      stepOf(g).op));
       ++numStuck;
       continue;
     }
@@ -534,13 +695,22 @@ llvm::Expected<SimResult> Sim::run() {
 
   for (double f : out.rankFinish)
     out.time = std::max(out.time, f);
+  out.iterations = iterations;
+  if (runtime) {
+    out.launchLatency = o.runtime.kernelLatency;
+    out.time += out.launchLatency;
+  }
   if (total > 0) {
     for (int32_t g = static_cast<int32_t>(last); g >= 0;
          g = ops[g].critPred) {
       const OpState &st = ops[g];
-      out.criticalPath.push_back({static_cast<int>(st.rank),
-                                  static_cast<int>(g - base[st.rank]),
-                                  st.start, st.end, st.critMsg});
+      SimStep step = stepOf(static_cast<uint32_t>(g));
+      step.start = st.start;
+      step.end = st.end;
+      step.viaMessage = st.critMsg >= 0 && msgStride > 0
+                            ? st.critMsg % msgStride
+                            : st.critMsg;
+      out.criticalPath.push_back(step);
     }
     std::reverse(out.criticalPath.begin(), out.criticalPath.end());
   }
@@ -555,6 +725,12 @@ llvm::Expected<SimResult> Sim::run() {
                        return a.start < b.start;
                      });
     out.flows = flowsOf(transfers);
+    // Messages by their schedule ids, with the iteration beside.
+    if (msgStride > 0)
+      for (SimTransfer &x : transfers) {
+        x.iteration = x.message / msgStride;
+        x.message %= msgStride;
+      }
     out.transfers = std::move(transfers);
   }
   return out;

@@ -35,6 +35,42 @@ namespace topocc::analysis {
 enum class SimMode {
   StoreAndForward, ///< each hop receives the whole message, then forwards it
   CutThrough,      ///< hops pipeline: the next starts when the head arrives
+  /// How the MSCCL executor and NCCL's Simple protocol run a schedule
+  /// (RuntimeParams; docs/WhatIf.md, "The runtime model"): loop iterations
+  /// of bounded chunks, steps pipelined slice by slice, a threadblock held
+  /// until its send is out, cut-through switches, the kernel's launch
+  /// latency. The mode every prediction uses.
+  Runtime,
+};
+
+/// "store-and-forward", "cut-through", "runtime".
+llvm::StringRef simModeName(SimMode m);
+/// The inverse of simModeName; a user error naming the modes otherwise.
+llvm::Expected<SimMode> parseSimMode(llvm::StringRef name);
+
+/// The constants of SimMode::Runtime, with their sources in docs/WhatIf.md
+/// ("The runtime model").
+struct RuntimeParams {
+  /// Bytes of one chunk in one loop iteration at most: the executor's
+  /// chunk of MSCCL_CHUNKSTEPS (4) steps of NCCL's Simple step (the 4 MiB
+  /// connection buffer over NCCL_STEPS = 8 slots), 2 MiB. A schedule runs
+  /// ceil(S / (nchunksperloop * loopChunkBytes)) iterations.
+  double loopChunkBytes = 2.0 * 1024 * 1024;
+  /// Slices one step's data crosses its connection in (NCCL's Simple:
+  /// CHUNKSTEPS / SLICESTEPS = 2). A step that receives starts when the
+  /// first slice is in.
+  int slicesPerStep = 2;
+  /// Seconds from the collective's call to its kernel's first step: NCCL's
+  /// base latency of the Simple protocol (8.4 us).
+  double kernelLatency = 8.4e-6;
+  /// Op instances (ops x iterations) simulated at most; above it the
+  /// iterations are merged into fewer, larger ones (bounded time and
+  /// memory).
+  size_t maxOpInstances = size_t(1) << 20;
+  /// Inter-node connections go through the NIC NCCL's net transport gives
+  /// each end on the message's channel (NetRoutes.h) unless a route hint
+  /// pins the pair; off: the LinkModel's free routing over every NIC.
+  bool ncclNetRule = true;
 };
 
 /// Routes messages from rank `from` to rank `to` through the sender node's
@@ -61,6 +97,8 @@ struct SimOptions {
   /// Fixed NIC routes per rank pair; the first hint of a pair wins, pairs
   /// without one route freely.
   std::vector<SimRouteHint> routeHints;
+  /// The constants of SimMode::Runtime (unused by the other modes).
+  RuntimeParams runtime;
 };
 
 /// Reduction bandwidth of a GPU model, bytes/s: memoryBandwidth(gpuModel)
@@ -79,6 +117,7 @@ struct SimLinkStats {
 /// released the op (-1 when a same-rank predecessor did).
 struct SimStep {
   int rank = -1, op = -1;
+  int iteration = 0; ///< loop iteration (SimMode::Runtime), else 0
   double start = 0, end = 0;
   int viaMessage = -1;
 };
@@ -89,6 +128,7 @@ struct SimTransfer {
   int resource = -1, message = -1, sender = -1, receiver = -1;
   double start = 0, end = 0, bytes = 0;
   int stage = 0;
+  int iteration = 0; ///< loop iteration of the message (SimMode::Runtime)
 };
 
 /// A dependency between two transfers (indices into SimResult::transfers):
@@ -104,7 +144,9 @@ struct SimFlow {
 
 struct SimResult {
   double bytes = 0;
-  double time = 0; ///< last op completion
+  double time = 0; ///< last op completion, plus launchLatency
+  double launchLatency = 0; ///< SimMode::Runtime's kernel latency, else 0
+  int iterations = 1;       ///< loop iterations simulated
   double algbw = 0, busbw = 0;
   std::vector<double> rankFinish;  ///< per rank, last op completion
   std::vector<SimLinkStats> links; ///< every used resource, by id
@@ -119,6 +161,11 @@ struct SimResult {
 /// to the end (a dependency cycle: the ops that never ran are named).
 llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
                                    const SimOptions &opts);
+
+/// The number of loop iterations SimMode::Runtime runs `s` in at `bytes`
+/// (at least 1; bounded by params.maxOpInstances).
+int runtimeIterations(const ir::Schedule &s, double bytes,
+                      const RuntimeParams &params);
 
 /// The NIC hops the ring search chose for `rings`, as route hints: hop i of
 /// a ring from order[i] to order[i + 1] (cyclically) where its NICs are set.

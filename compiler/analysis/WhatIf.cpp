@@ -345,8 +345,7 @@ std::string header(const WhatIfReport &r) {
                                 ir::collectiveName(r.settings.collective))
                       .str();
   s += "schedules simulated ";
-  s += r.settings.mode == SimMode::CutThrough ? "cut-through"
-                                              : "store-and-forward";
+  s += simModeName(r.settings.mode);
   s += llvm::formatv(" with {0} chunk{1} per rank", r.settings.chunks,
                      r.settings.chunks == 1 ? "" : "s")
            .str();
@@ -496,8 +495,7 @@ void printWhatIfJson(llvm::raw_ostream &os, const WhatIfReport &r) {
   llvm::json::Object root{
       {"topology", r.topology},
       {"collective", ir::collectiveName(r.settings.collective)},
-      {"mode", r.settings.mode == SimMode::CutThrough ? "cut-through"
-                                                       : "store-and-forward"},
+      {"mode", simModeName(r.settings.mode)},
       {"chunks", r.settings.chunks},
       {"algorithms", std::move(algos)},
       {"scenarios", std::move(tables)}};

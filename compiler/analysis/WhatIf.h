@@ -36,8 +36,8 @@ namespace topocc::analysis {
 
 struct WhatIfSettings {
   ir::Collective collective = ir::Collective::AllReduce;
-  int chunks = 4; ///< pipelining chunks per rank of lowered schedules
-  SimMode mode = SimMode::StoreAndForward;
+  int chunks = 1; ///< pipelining chunks per rank of lowered schedules
+  SimMode mode = SimMode::Runtime;
   std::optional<double> reduceBandwidth; ///< nullopt: per GPU model
   /// When > 0, simulated algorithms run this many times per size and report
   /// the median wall time of one simulation (benchmarks).

@@ -78,6 +78,14 @@ HierRingLoweringCandidate(const AutoContext &ctx) {
     return c;
   }
   c.request = candidateRequest(ctx.request, Algorithm::HierRing);
+  // Its phases are short rings that pipeline by chunks.
+  for (int32_t chunks : {2, 4}) {
+    if (chunks == c.request->chunks)
+      continue;
+    CompileRequest v = *c.request;
+    v.chunks = chunks;
+    c.variants.push_back({"--chunks " + std::to_string(chunks), v});
+  }
   return c;
 }
 

@@ -107,6 +107,10 @@ struct AutoCandidate {
   /// applicable (why); <fallbackHow>".
   std::optional<CompileRequest> fallback;
   std::string fallbackWhat, fallbackHow;
+  /// More settings of the same algorithm to price beside `request` (ring
+  /// channel counts, trees' k and chunking), each with the flags that
+  /// select it (e.g. "--channels 8"); the fastest of all wins.
+  std::vector<std::pair<std::string, CompileRequest>> variants;
 };
 
 /// `autoRequest` for algorithm `a`: the options of other algorithms reset

@@ -16,6 +16,23 @@ namespace topocc::lowerings {
 
 namespace {
 
+/// --channels auto: the most rings whose chains still fit the target once
+/// split-channels cuts them into segments of the runtime's steps per
+/// threadblock (a ring of n ranks has (n - 1) steps per chunk and phase;
+/// segments are filled to about 3/4, as split-channels leaves room for the
+/// steps a cut adds).
+int32_t autoRingLimit(const CompileRequest &req, int32_t numRanks) {
+  int32_t limit = std::min(req.target.channelLimit(), ir::kMscclMaxChannels);
+  int32_t maxSteps = req.target.maxStepsPerThreadblock;
+  if (maxSteps <= 1 || maxSteps == ir::TargetLimits::kNoLimit)
+    return limit;
+  int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
+  int64_t steps = phases * (numRanks - 1) * std::max(1, req.chunks) + 1;
+  int64_t perSegment = std::max<int64_t>(1, maxSteps * 3 / 4);
+  int64_t segments = (steps + perSegment - 1) / perSegment;
+  return static_cast<int32_t>(std::max<int64_t>(1, limit / segments));
+}
+
 class RingLowering final : public Lowering {
 public:
   using Lowering::Lowering;
@@ -44,6 +61,15 @@ public:
       auto found = algorithms::searchRings(*topology, m, so);
       if (!found)
         return found.takeError();
+      // --channels auto: no more rings than the target can hold.
+      int32_t limit = autoRingLimit(req, numRanks);
+      if (req.channels == 0 &&
+          found->rings.size() > static_cast<size_t>(limit)) {
+        so.channels = limit;
+        found = algorithms::searchRings(*topology, m, so);
+        if (!found)
+          return found.takeError();
+      }
       ring = passes::searchedRingOptions(found->rings, req.collective,
                                          numRanks, req.chunks);
       ring.inplace = req.inplace;
@@ -83,6 +109,18 @@ std::unique_ptr<Lowering> makeRingLowering(const LoweringInput &in) {
 llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
   c.request = candidateRequest(ctx.request, Algorithm::Ring);
+  // --channels auto: the search's own count, and fixed counts beside it
+  // (the runtime model prices what the search's fluid model cannot: the
+  // threadblocks each channel adds, the pipelining of its loop).
+  if (ctx.request.channels == 0 && ctx.request.ringOrder.empty() &&
+      !ctx.request.rankOrder)
+    for (int32_t n : {2, 4, 8, 16, 32}) {
+      if (n > ctx.request.target.channelLimit())
+        break;
+      CompileRequest v = *c.request;
+      v.channels = n;
+      c.variants.push_back({"--channels " + std::to_string(n), v});
+    }
   return c;
 }
 

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <map>
 
 namespace topocc::lowerings {
@@ -76,13 +77,20 @@ public:
     lo.maxChannels = req.target.maxChannels;
     lo.channelsMayOverflow = mayCoalesce();
     const bool oneForest = c == ir::Collective::AllReduce && isSymmetric(*g);
+    // Power-of-two units per root, so that the file serves power-of-two
+    // sizes (algorithms::roundTreeShares).
+    algorithms::ShareRoundingOptions ro;
+    ro.maxUnitsPerRoot = passes::kTreeMaxChunksPerLoop /
+                         (int64_t(n) * std::max<int32_t>(req.chunks, 1));
+    ro.unitsPerStep = passes::kTreeMaxUnitsPerStep;
     if (c != ir::Collective::ReduceScatter) {
       fo.reversed = false;
       auto f = algorithms::buildForest(*g, fo);
       if (!f)
         return f.takeError();
-      lo.broadcast = passes::forestTreeSet(*f, n);
-      describe(*f,
+      algorithms::RoundedShares shares = algorithms::roundTreeShares(*f, *g, ro);
+      lo.broadcast = passes::forestTreeSet(*f, n, shares);
+      describe(*f, shares,
                oneForest ? "reduce and broadcast trees" : "broadcast trees");
       if (oneForest) {
         lo.reduce = lo.broadcast;
@@ -95,8 +103,9 @@ public:
       auto f = algorithms::buildForest(*g, fo);
       if (!f)
         return f.takeError();
-      lo.reduce = passes::forestTreeSet(*f, n);
-      describe(*f, "reduce trees");
+      algorithms::RoundedShares shares = algorithms::roundTreeShares(*f, *g, ro);
+      lo.reduce = passes::forestTreeSet(*f, n, shares);
+      describe(*f, shares, "reduce trees");
     }
     return llvm::Error::success();
   }
@@ -134,13 +143,23 @@ public:
   std::string errorContext() const override { return context; }
 
 private:
-  /// One phase's line of the summary, and its fluid time per byte.
-  void describe(const algorithms::Forest &f, llvm::StringRef what) {
-    perByte += f.u.value() / f.k;
+  /// One phase's line of the summary, and its fluid time per byte (with
+  /// the rounded shares' loss).
+  void describe(const algorithms::Forest &f,
+                const algorithms::RoundedShares &shares,
+                llvm::StringRef what) {
+    perByte += f.u.value() / f.k * (1 + shares.loss);
     boundPerByte += f.bound.lambda.value();
-    phases.push_back(llvm::formatv("{0}: k = {1}, {2} trees, height max {3} "
-                                   "mean {4:F2}",
-                                   what, f.k, f.trees.trees.size(),
+    std::string units =
+        shares.unitsPerRoot == f.k
+            ? std::string()
+            : llvm::formatv(" (shares in {0} units per root, {1:F2}% "
+                            "slower)",
+                            shares.unitsPerRoot, 100 * shares.loss)
+                  .str();
+    phases.push_back(llvm::formatv("{0}: k = {1}{2}, {3} trees, height max "
+                                   "{4} mean {5:F2}",
+                                   what, f.k, units, f.trees.trees.size(),
                                    f.trees.maxHeight, f.trees.meanHeight)
                          .str());
   }
@@ -168,6 +187,22 @@ llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
     c.fallback->treesPerRoot = 1;
     c.fallbackWhat = "trees with the optimal k";
     c.fallbackHow = "trying --trees-per-root 1";
+    // The optimum's k is the fluid model's; the runtime pays per tree
+    // (threadblocks, steps), so small k and finer chunks are priced too.
+    std::vector<int64_t> ks{1};
+    if (ctx.topology.numRanks() <= 32)
+      ks = {1, 2, 4};
+    for (int64_t k : ks)
+      for (int32_t chunks : {1, 2}) {
+        CompileRequest v = *c.request;
+        v.treesPerRoot = k;
+        v.chunks = chunks;
+        c.variants.push_back({llvm::formatv("--trees-per-root {0} --chunks "
+                                            "{1}",
+                                            k, chunks)
+                                  .str(),
+                              v});
+      }
   }
   return c;
 }

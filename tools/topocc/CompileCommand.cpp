@@ -13,11 +13,15 @@
 
 #include "tools/topocc/Driver.h"
 
+#include "backends/MscclTarget.h"
 #include "backends/MscclXml.h"
+#include "backends/MscclXmlImport.h"
 #include "backends/PlanJson.h"
+#include "backends/ServedSizes.h"
 #include "backends/TopologyHash.h"
 #include "backends/NcclGraphRings.h"
 #include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/Prediction.h"
 #include "compiler/Pipeline.h"
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/topology/Scenario.h"
@@ -44,8 +48,8 @@ namespace {
 struct CompileOptions {
   std::string topology;
   std::string collective;
-  /// Empty: ring, or auto when --tolerance allows approximation (then the
-  /// cost model chooses among exact and coded plans, hier-cerar included).
+  /// Empty: auto with a topology (the fastest candidate by the runtime
+  /// model; coded plans only with --tolerance), else ring.
   std::string algorithm;
   std::string channels; ///< empty: 1, or auto for --algorithm auto
   int chunks = 1;
@@ -64,7 +68,10 @@ struct CompileOptions {
   int maxSteps = ir::kMscclMaxSteps;
   std::string scenario;
   std::string emit = "msccl-xml";
-  unsigned smCount = ir::kDefaultSmCount; ///< SMs of the target GPU
+  /// SMs of the target GPU; -1: from the topology's GPU model
+  /// (ir::kDefaultSmCount without a topology).
+  int smCount = -1;
+  std::string mscclRuntime; ///< empty: from the GPU vendor
   std::string output;
   bool printAfterAll = false;
   bool timePasses = false;
@@ -159,10 +166,36 @@ llvm::Expected<std::string> render(const ir::Schedule &s,
   return backends::mscclXmlToString(s, xml);
 }
 
+/// "  predicted at 64 MiB (runtime model): ..." for the file `s` is written
+/// as: MSCCL XML is rendered and imported back, so that the number is the
+/// simulated time of what the file says (Prediction.h).
+llvm::Expected<std::string> predictionFor(const topo::Topology &t,
+                                          const ir::Schedule &s,
+                                          ir::OutputFormat emit,
+                                          const CompileOptions &opts,
+                                          const backends::PlanMeta &meta,
+                                          double bytes) {
+  std::optional<ir::Schedule> imported;
+  if (emit == ir::OutputFormat::MscclXml) {
+    auto text = render(s, emit, opts, meta);
+    if (!text)
+      return text.takeError();
+    auto back = backends::importMscclXml(*text, opts.output);
+    if (!back)
+      return back.takeError();
+    imported = std::move(*back);
+  }
+  auto p = analysis::predictSchedule(t, imported ? *imported : s, bytes);
+  if (!p)
+    return p.takeError();
+  return "  predicted at " + sizeText(bytes) + " (runtime model): " +
+         analysis::predictionText(*p) + "\n";
+}
+
 /// "wrote FILE: ring allreduce, 4 ranks, 1 channel, 4 threadblocks (1 per
 /// rank), 28 steps (at most 7 per threadblock), nchunksperloop 4"
 std::string summary(const ir::Schedule &s, const CompileOptions &opts,
-                    llvm::StringRef algorithm) {
+                    llvm::StringRef algorithm, const ir::TargetLimits &target) {
   size_t threadblocks = 0, steps = 0, maxTbs = 0, maxSteps = 0;
   for (const ir::RankProgram &rp : s.ranks) {
     std::map<ir::TbId, size_t> perTb;
@@ -176,18 +209,24 @@ std::string summary(const ir::Schedule &s, const CompileOptions &opts,
   }
   return llvm::formatv("wrote {0}: {1} {2}, {3} ranks, {4} channel{5}, {6} "
                        "threadblocks ({7} per rank at most), {8} steps ({9} "
-                       "per threadblock at most), nchunksperloop {10}\n",
+                       "per threadblock at most), nchunksperloop {10}{11}\n",
                        opts.output, algorithm,
                        ir::collectiveName(s.collective), s.numRanks,
                        s.numChannels, s.numChannels == 1 ? "" : "s",
-                       threadblocks, maxTbs, steps, maxSteps, s.chunksPerLoop)
+                       threadblocks, maxTbs, steps, maxSteps, s.chunksPerLoop,
+                       target.format == ir::OutputFormat::MscclXml
+                           ? "; for " + backends::describeMscclTarget(target)
+                           : std::string())
       .str();
 }
 
 llvm::Error runCompile(const CompileOptions &given) {
   CompileOptions opts = given;
+  // With a topology the default is the fastest schedule by the runtime
+  // model (auto); --run-pass has no algorithm.
   if (opts.algorithm.empty())
-    opts.algorithm = opts.tolerance > 0 ? "auto" : "ring";
+    opts.algorithm = !opts.topology.empty() || opts.tolerance > 0 ? "auto"
+                                                                  : "ring";
   auto emit = ir::parseOutputFormat(opts.emit);
   if (!emit)
     return emit.takeError();
@@ -222,8 +261,21 @@ llvm::Error runCompile(const CompileOptions &given) {
   req.wireDtype = opts.wireDtype;
   req.kappaMax = opts.kappaMax;
   req.seamOffset = opts.seam;
+  if (opts.smCount < -1)
+    return makeUserError("--sm-count must not be negative");
+  backends::MscclTargetOptions targetOpts;
+  if (opts.smCount >= 0)
+    targetOpts.smCount = opts.smCount;
+  if (!opts.mscclRuntime.empty()) {
+    auto runtime = ir::parseMscclRuntime(opts.mscclRuntime);
+    if (!runtime)
+      return runtime.takeError();
+    targetOpts.runtime = *runtime;
+  }
+  targetOpts.maxSteps = opts.maxSteps;
   req.target = ir::TargetLimits::forFormat(
-      *emit, static_cast<int32_t>(opts.smCount), opts.maxSteps);
+      *emit, targetOpts.smCount.value_or(ir::kDefaultSmCount), opts.maxSteps,
+      targetOpts.runtime.value_or(ir::MscclRuntime::MscclExecutor));
   if (auto err = checkCompileRequest(req))
     return err;
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
@@ -232,7 +284,7 @@ llvm::Error runCompile(const CompileOptions &given) {
   backends::PlanMeta meta;
   meta.generator = std::string("topocc ") + TOPOCC_VERSION;
   meta.algorithm = opts.algorithm;
-  std::string text, ringsLine, explainLines;
+  std::string text, ringsLine, explainLines, predictionLine;
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
   bool timingsPending = false;
@@ -276,6 +328,15 @@ llvm::Error runCompile(const CompileOptions &given) {
     auto topo = loadTopology(opts.topology, opts.scenario);
     if (!topo)
       return topo.takeError();
+    if (*emit == ir::OutputFormat::MscclXml) {
+      // The GPU model's SMs and the vendor's runtime, unless given.
+      auto target = backends::mscclTargetFor(&*topo, targetOpts);
+      if (!target)
+        return target.takeError();
+      req.target = *target;
+      if (auto err = checkCompileRequest(req))
+        return err;
+    }
     meta.topologyName = topo->name().str();
     meta.topologyHash = backends::topologyHash(*topo);
     req.name =
@@ -320,7 +381,16 @@ llvm::Error runCompile(const CompileOptions &given) {
       ringsLine += "; channels: " + llvm::join(chans, "; ");
     }
     ringsLine += "\n";
+    if (!plan->chosenFlags.empty())
+      ringsLine = "  auto chose " + algorithmName(plan->algorithm).str() + " " +
+                  plan->chosenFlags + "\n" + ringsLine;
     result = std::move(plan->schedule);
+    if (*emit != ir::OutputFormat::NcclGraph) {
+      auto line = predictionFor(*topo, result, *emit, opts, meta, req.bytes);
+      if (!line)
+        return line.takeError();
+      predictionLine = std::move(*line);
+    }
   }
   if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
@@ -349,9 +419,13 @@ llvm::Error runCompile(const CompileOptions &given) {
         opts.algorithm, ir::collectiveName(result.collective),
         result.numRanks);
   else if (opts.output != "-")
-    llvm::outs() << summary(result, opts, meta.algorithm);
+    llvm::outs() << summary(result, opts, meta.algorithm, req.target);
+  if (opts.output != "-" && *emit == ir::OutputFormat::MscclXml)
+    llvm::outs() << "  serves: "
+                 << backends::describeServedSizes(backends::servedSizes(result))
+                 << '\n';
   if (opts.output != "-")
-    llvm::outs() << ringsLine << explainLines;
+    llvm::outs() << ringsLine << predictionLine << explainLines;
   for (const std::string &n : notes)
     llvm::errs() << "note: " << n << '\n';
   return llvm::Error::success();
@@ -371,16 +445,22 @@ void registerCompileCommand(CLI::App &app) {
                   "Algorithm: ring, hier-ring (multi-node all-reduce), "
                   "trees (ForestColl spanning trees), cerar (coded "
                   "all-reduce), hier-cerar (exact intra-node phases, CERAR "
-                  "across nodes) or auto (the fastest by the cost model); "
-                  "default ring, or auto when --tolerance is given");
+                  "across nodes) or auto (the fastest candidate by the "
+                  "runtime model); default auto");
   cmd->add_option("--sm-count", opts->smCount,
-                  "SMs of the target GPU: MSCCL XML may launch at most this "
-                  "many threadblocks per rank (they must all be resident; "
-                  "0: no limit)")
-      ->capture_default_str();
+                  "SMs (CUs) of the target GPU: MSCCL XML may launch at most "
+                  "this many threadblocks per rank (they must all be "
+                  "resident; 0: no limit); default: the topology's GPU model "
+                  "(docs/MscclXml.md, GPU models)");
+  cmd->add_option("--msccl-runtime", opts->mscclRuntime,
+                  "Runtime of the MSCCL XML: msccl-executor "
+                  "(msccl-executor-nccl) or rccl (RCCL's MSCCL: at most 64 "
+                  "threadblocks per rank and 64 steps per threadblock); "
+                  "default: rccl for AMD GPUs, msccl-executor otherwise");
   cmd->add_option("--channels", opts->channels,
-                  "Rings (MSCCL channels), or auto (the ring search chooses); "
-                  "default 1, auto with --algorithm auto");
+                  "Rings (MSCCL channels), or auto (the ring search chooses, "
+                  "auto also prices 2 to 32); default 1, auto with "
+                  "--algorithm auto");
   cmd->add_option("--size", opts->size,
                   "Message size the rings are chosen for (K/M/G/T are "
                   "powers of 1024; docs/CLI.md, Sizes)")

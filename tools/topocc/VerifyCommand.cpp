@@ -6,8 +6,10 @@
 // verdict per file: accept, or reject with every finding classified by what
 // the real executor does with it (rejects the file, hangs, runs wrongly, or
 // runs a non-conforming file). Window overlaps across the given files are
-// warnings. Exit 0 when every file is accepted, 1 when one is rejected or
-// the command line is wrong, 2 on an internal error. docs/Verify.md.
+// warnings. Exit 0 when every file is accepted and no finding says it hangs
+// or runs wrongly (a warning such as more threadblocks than --sm-count
+// included), 1 otherwise or when the command line is wrong, 2 on an
+// internal error. docs/Verify.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,9 +17,12 @@
 
 #include "backends/MscclXmlCheck.h"
 #include "backends/MscclXmlImport.h"
+#include "backends/ServedSizes.h"
 #include "compiler/analysis/Bound.h"
 #include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/Prediction.h"
 #include "compiler/analysis/Simulator.h"
+#include "compiler/topology/GpuModels.h"
 #include "compiler/topology/TopologyParser.h"
 #include "compiler/topology/Units.h"
 #include "support/ByteSize.h"
@@ -46,9 +51,11 @@ struct VerifyOptions {
   std::vector<std::string> files;
   bool legacy = false;
   unsigned maxSteps = 64;
-  unsigned smCount = 108;
+  /// -1: the --topology's GPU model, else 108 (an A100).
+  int smCount = -1;
   std::string topology;
   std::string size;
+  std::string mode = "runtime";
   std::string format = "text";
 };
 
@@ -66,11 +73,31 @@ struct FileResult {
   std::string simError;
   std::optional<analysis::BoundNumbers> bound;
   std::string boundError;
+  std::optional<analysis::Prediction> prediction; ///< with `sim`
   bool accepted() const {
     return ioError.empty() && topologyError.empty() &&
            verdict.accepted();
   }
+  /// Whether some finding, error or warning, says the executor hangs or
+  /// computes a wrong result (the SM-count warning among them).
+  bool hangsOrRunsWrongly() const {
+    auto bad = [](const MscclFinding &f) {
+      return f.consequence && (*f.consequence == MscclConsequence::Hangs ||
+                               *f.consequence == MscclConsequence::RunsWrongly);
+    };
+    return llvm::any_of(verdict.findings, bad) ||
+           llvm::any_of(verdict.warningFindings, bad);
+  }
 };
+
+/// "  serves: ..." (backends/ServedSizes.h) for a file whose <algo> was
+/// read.
+std::string servesText(const backends::MscclAlgoInfo &a) {
+  auto coll = ir::collectiveFromName(a.meta.coll);
+  return backends::describeServedSizes(backends::servedSizes(
+      coll ? *coll : ir::Collective::AllReduce, a.meta.ngpus,
+      a.nchunksperloop, a.meta.minBytes, a.meta.maxBytes));
+}
 
 /// --size: a byte size as every command reads it (support/ByteSize.h).
 llvm::Expected<double> parseSize(llvm::StringRef text) {
@@ -148,12 +175,6 @@ std::string countSummary(const std::vector<MscclFinding> &fs) {
   return out;
 }
 
-std::string sizeText(double bytes) {
-  return topo::formatInUnit(bytes, bytes >= double(1 << 30)   ? "GiB"
-                                   : bytes >= double(1 << 20) ? "MiB"
-                                   : bytes >= 1024            ? "KiB"
-                                                              : "B");
-}
 
 std::string simulationLine(const FileResult &r, const VerifyOptions &opts,
                            double bytes);
@@ -172,6 +193,8 @@ void printText(const VerifyOptions &opts, const std::vector<FileResult> &rs,
     if (r.accepted()) {
       ++accepted;
       os << r.file << ": accept" << algo << '\n';
+      if (v.algo)
+        os << "  serves: " << servesText(*v.algo) << '\n';
     } else if (v.accepted()) {
       os << r.file << ": reject" << algo << ": wrong --topology\n";
     } else {
@@ -252,6 +275,7 @@ llvm::json::Value toJson(const VerifyOptions &opts,
           {"outofplace", a.meta.outofplace},
           {"minBytes", int64_t(a.meta.minBytes)},
           {"maxBytes", int64_t(a.meta.maxBytes)},
+          {"serves", servesText(a)},
       };
     } else {
       o["algo"] = nullptr;
@@ -275,7 +299,9 @@ llvm::json::Value toJson(const VerifyOptions &opts,
       if (!r.topologyError.empty())
         t["error"] = r.topologyError;
       if (r.sim) {
-        llvm::json::Object sim{{"time_s", r.sim->time},
+        llvm::json::Object sim{{"mode", analysis::simModeName(
+                                            r.prediction->mode)},
+                               {"time_s", r.sim->time},
                                {"algbw_GBps", r.sim->algbw / 1e9},
                                {"busbw_GBps", r.sim->busbw / 1e9}};
         if (r.bound) {
@@ -308,11 +334,13 @@ llvm::json::Value toJson(const VerifyOptions &opts,
   };
 }
 
-/// Simulates an accepted file on the topology at `bytes` (the event
-/// simulator, store-and-forward) and puts the cut bound of the same call
-/// beside it. `bound` is computed once for all files.
+/// Simulates an accepted file on the topology at `bytes` in the model of
+/// --mode (the runtime model by default: the number `compile` prints for
+/// the same file, compiler/analysis/Prediction.h) and puts the cut bound of
+/// the same call beside it. `bound` is computed once for all files.
 void simulateOnTopology(
     llvm::StringRef text, const topo::Topology &topology, double bytes,
+    analysis::SimMode mode,
     std::optional<llvm::Expected<analysis::BoundResult>> &bound,
     FileResult &r) {
   auto s = backends::importMscclXml(text, r.file);
@@ -320,43 +348,37 @@ void simulateOnTopology(
     r.simError = llvm::toString(s.takeError());
     return;
   }
-  analysis::LinkModel model(topology);
-  analysis::SimOptions so;
-  so.bytes = bytes;
-  auto sim = analysis::simulate(*s, model, so);
-  if (!sim) {
-    r.simError = llvm::toString(sim.takeError());
-    return;
-  }
-  r.sim = std::move(*sim);
   if (!bound)
     bound.emplace(
         analysis::computeBound(topology, analysis::CapacityKind::Effective));
   if (!*bound) {
     r.boundError = llvm::toString(bound->takeError());
     bound.emplace(makeUserError(r.boundError));
+  }
+  auto p = analysis::predictSchedule(topology, *s, bytes, mode,
+                                     *bound ? &**bound : nullptr);
+  if (!p) {
+    r.simError = llvm::toString(p.takeError());
     return;
   }
-  r.bound = analysis::boundNumbers(**bound, s->collective, bytes);
+  if (!r.boundError.empty()) {
+    p->bound.reset();
+    p->boundError = r.boundError;
+  }
+  r.sim = p->sim;
+  r.bound = p->bound;
+  r.prediction = std::move(*p);
 }
 
 /// "F: simulated at 1 GiB on T: 3.2 ms, algbw 335.5 GB/s, busbw 293.6 GB/s,
 /// 92.1% of the cut bound (busbw 318.7 GB/s)"
 std::string simulationLine(const FileResult &r, const VerifyOptions &opts,
                            double bytes) {
-  std::string line = llvm::formatv(
-      "{0}: simulated at {1} on {2}: {3:F3} ms, algbw {4:F2} GB/s, busbw "
-      "{5:F2} GB/s",
-      r.file, sizeText(bytes), opts.topology, r.sim->time * 1e3,
-      r.sim->algbw / 1e9, r.sim->busbw / 1e9);
-  if (r.bound)
-    line += llvm::formatv(", {0:F1}% of the cut bound (busbw {1:F2} GB/s)",
-                          100.0 * r.bound->time / r.sim->time,
-                          r.bound->busbw / 1e9)
-                .str();
-  else
-    line += " (no cut bound: " + r.boundError + ")";
-  return line;
+  return llvm::formatv("{0}: simulated at {1} on {2} ({3} model): ", r.file,
+                       sizeText(bytes), opts.topology,
+                       analysis::simModeName(r.prediction->mode))
+             .str() +
+         analysis::predictionText(*r.prediction);
 }
 
 llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
@@ -364,6 +386,9 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
     return err;
   if (opts.maxSteps < 1)
     return makeUserError("--max-steps must be at least 1");
+  auto mode = analysis::parseSimMode(opts.mode);
+  if (!mode)
+    return mode.takeError();
   std::optional<topo::Topology> topology;
   std::optional<double> sizeBytes;
   if (!opts.size.empty() && opts.topology.empty())
@@ -380,9 +405,18 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
     sizeBytes = *sz;
   }
 
+  if (opts.smCount < -1)
+    return makeUserError("--sm-count must not be negative");
   backends::MscclCheckOptions co;
   co.maxSteps = opts.maxSteps;
-  co.smCount = opts.smCount;
+  co.smCount = opts.smCount >= 0 ? static_cast<unsigned>(opts.smCount) : 108;
+  if (opts.smCount < 0 && topology) {
+    // The SMs of the topology's GPU model (as `topocc compile`).
+    auto sms = topo::targetSmCount(*topology);
+    if (!sms)
+      return sms.takeError();
+    co.smCount = static_cast<unsigned>(*sms);
+  }
   co.legacy = opts.legacy;
 
   std::vector<FileResult> results;
@@ -415,7 +449,8 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
                 .str();
     }
     if (topology && r.topologyError.empty() && r.verdict.accepted())
-      simulateOnTopology((*buf)->getBuffer(), *topology, *sizeBytes, bound, r);
+      simulateOnTopology((*buf)->getBuffer(), *topology, *sizeBytes, *mode,
+                         bound, r);
     results.push_back(std::move(r));
   }
   std::vector<Diagnostic> overlaps = backends::checkMscclWindowOverlaps(metas);
@@ -431,8 +466,11 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
   os.flush();
   if (auto err = writeOutputFile("-", out))
     return err;
-  return llvm::all_of(results,
-                      [](const FileResult &r) { return r.accepted(); });
+  // A file that would hang or compute wrongly fails the command even when
+  // the finding is only a warning (more blocks than SMs).
+  return llvm::all_of(results, [](const FileResult &r) {
+    return r.accepted() && !r.hangsOrRunsWrongly();
+  });
 }
 
 void registerVerifyCommand(CLI::App &app) {
@@ -449,13 +487,17 @@ void registerVerifyCommand(CLI::App &app) {
                   "MSCCL_MAX_NUM_STEPS of the target executor build")
       ->capture_default_str();
   cmd->add_option("--sm-count", opts->smCount,
-                  "SMs of the target GPU (co-residency warning; 0 disables)")
-      ->capture_default_str();
+                  "SMs of the target GPU (co-residency check; 0 disables); "
+                  "default: the --topology's GPU model, else 108");
   cmd->add_option("--topology", opts->topology,
                   "Topology YAML; its rank count must equal ngpus");
   cmd->add_option("--size", opts->size,
                   "Call size for the simulation (default 1G; needs "
                   "--topology)");
+  cmd->add_option("--mode", opts->mode,
+                  "Simulation model: runtime (the model compile's "
+                  "prediction uses), cut-through or store-and-forward")
+      ->capture_default_str();
   cmd->add_option("--format", opts->format, "Output format: text or json")
       ->capture_default_str();
   cmd->callback([opts] {

@@ -4,7 +4,7 @@
 // [--algorithms ring,rank-ring,nccl-model,bound,trees,hier-ring]
 // [--scenario NAME ...]
 // [--fail SEL ...] [--scale SEL=2x ...] [--set SEL=200Gb/s ...]
-// [--chunks N] [--mode store-and-forward|cut-through]
+// [--chunks N] [--mode runtime|cut-through|store-and-forward]
 // [--reduce-bandwidth Q] [--format table|csv|json] [-o FILE] [--svg FILE]
 // [--trace FILE]`:
 // an nccl-tests-style table per topology (the base, each scenario, one per
@@ -54,9 +54,9 @@ struct WhatIfOptions {
   std::string algorithms = "ring,rank-ring,nccl-model,bound";
   std::vector<std::string> scenarios;
   PatchOptions patch;
-  int chunks = 4;
+  int chunks = 1;
   double tolerance = 0;
-  std::string mode = "store-and-forward";
+  std::string mode = "runtime";
   std::string reduceBandwidth;
   std::string format = "table";
   std::string output = "-";
@@ -79,29 +79,6 @@ llvm::Expected<ir::Schedule> lowerAndFuse(const passes::RingOptions &ro) {
     return s.takeError();
   passes::fuse(*s);
   return std::move(*s);
-}
-
-analysis::WhatIfAlgorithm ringAlgorithm() {
-  return analysis::routedSimulatedAlgorithm(
-      "ring",
-      "rings from the bandwidth-aware search (at the largest size), one "
-      "channel per ring, inter-node hops through the NICs it chose",
-      [](const analysis::WhatIfContext &ctx)
-          -> llvm::Expected<analysis::RoutedSchedule> {
-        algorithms::RingSearchOptions so;
-        so.collective = ctx.settings.collective;
-        so.bytes = ctx.largestBytes > 0 ? ctx.largestBytes : so.bytes;
-        auto found = algorithms::searchRings(ctx.topology, ctx.links, so);
-        if (!found)
-          return found.takeError();
-        auto s = lowerAndFuse(passes::searchedRingOptions(
-            found->rings, so.collective, ctx.topology.numRanks(),
-            ctx.settings.chunks));
-        if (!s)
-          return s.takeError();
-        return analysis::RoutedSchedule{
-            std::move(*s), analysis::ringRouteHints(found->rings)};
-      });
 }
 
 analysis::WhatIfAlgorithm rankRingAlgorithm() {
@@ -134,13 +111,14 @@ private:
 /// (the whole pipeline, compiler/Pipeline.h) for the largest size of the
 /// sweep; n/a with compile's message where the algorithm does not apply to
 /// the topology (a user error), an error for a bug (an internal error).
-analysis::WhatIfAlgorithm compiledAlgorithm(Algorithm algorithm,
-                                            std::string description) {
+analysis::WhatIfAlgorithm
+compiledAlgorithm(Algorithm algorithm, std::string description,
+                  std::function<void(CompileRequest &)> tweak = {}) {
   analysis::WhatIfAlgorithm a;
   const std::string name = algorithmName(algorithm).str();
   a.name = name;
   a.description = std::move(description);
-  a.make = [name, algorithm](const analysis::WhatIfContext &ctx)
+  a.make = [name, algorithm, tweak](const analysis::WhatIfContext &ctx)
       -> llvm::Expected<std::unique_ptr<analysis::WhatIfEvaluator>> {
     CompileRequest req;
     req.collective = ctx.settings.collective;
@@ -154,11 +132,14 @@ analysis::WhatIfAlgorithm compiledAlgorithm(Algorithm algorithm,
     // auto picks by the same simulation this table shows (mode, reduce
     // bandwidth), so its column is the fastest of the candidates.
     if (algorithm == Algorithm::Auto) {
+      req.channels = 0; // as compile's default: the ring variants too
       req.autoSimMode = ctx.settings.mode;
       req.autoReduceBandwidth = ctx.settings.reduceBandwidth;
     }
     if (ctx.largestBytes > 0)
       req.bytes = ctx.largestBytes;
+    if (tweak)
+      tweak(req);
     PassLogger log;
     auto plan = compile(ctx.topology, req, log);
     if (!plan) {
@@ -186,7 +167,11 @@ analysis::WhatIfAlgorithm compiledAlgorithm(Algorithm algorithm,
 /// with its own evaluator (compiler/analysis/WhatIf.h).
 analysis::WhatIfRegistry makeRegistry() {
   analysis::WhatIfRegistry r;
-  r.add(ringAlgorithm());
+  r.add(compiledAlgorithm(
+      Algorithm::Ring,
+      "rings from the bandwidth-aware search (at the largest size), "
+      "compiled (`compile --algorithm ring --channels auto`)",
+      [](CompileRequest &req) { req.channels = 0; }));
   r.add(rankRingAlgorithm());
   analysis::addAnalysisAlgorithms(r); // nccl-model, bound
   r.add(compiledAlgorithm(Algorithm::Trees, "ForestColl spanning trees, compiled "
@@ -314,11 +299,10 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   if (!(opts.tolerance >= 0) || !std::isfinite(opts.tolerance))
     return makeUserError("--tolerance must be a non-negative number");
   settings.tolerance = opts.tolerance;
-  if (opts.mode == "cut-through")
-    settings.mode = analysis::SimMode::CutThrough;
-  else if (opts.mode != "store-and-forward")
-    return makeUserError("unknown --mode '" + opts.mode +
-                         "' (expected store-and-forward or cut-through)");
+  auto mode = analysis::parseSimMode(opts.mode);
+  if (!mode)
+    return mode.takeError();
+  settings.mode = *mode;
   if (!opts.reduceBandwidth.empty()) {
     auto q = topo::parseQuantity(opts.reduceBandwidth,
                                  topo::QuantityKind::Bandwidth,
@@ -449,7 +433,9 @@ void registerWhatIfCommand(CLI::App &app) {
                   "exact only)")
       ->capture_default_str();
   cmd->add_option("--mode", opts->mode,
-                  "Simulated links: store-and-forward or cut-through")
+                  "Simulation model: runtime (how the MSCCL executor runs "
+                  "a schedule; docs/WhatIf.md), cut-through or "
+                  "store-and-forward")
       ->capture_default_str();
   cmd->add_option("--reduce-bandwidth", opts->reduceBandwidth,
                   "Local reduction speed (e.g. 600GB/s; 0GB/s: free); "

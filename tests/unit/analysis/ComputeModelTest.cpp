@@ -162,7 +162,7 @@ TEST(ComputeModelTest, SimulatorAndCostModelChargeTheSameCompute) {
     auto sim = simulate(*s, m, o);
     ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
     EXPECT_LT(rel(sim->time, cm->time), 1e-9) << ir::collectiveName(c).str();
-    auto st = simulateTime(t, *s, S);
+    auto st = simulateTime(t, *s, S, SimMode::StoreAndForward);
     ASSERT_TRUE(bool(st));
     EXPECT_EQ(*st, sim->time);
     // One chunk per rank: each chunk's chain reduces n-1 times S/n, 3 bytes
@@ -265,7 +265,7 @@ TEST(ComputeModelTest, RankingsAtOneGiB) {
       auto a = simulate(*s, m, o);
       o.mode = SimMode::CutThrough;
       auto b = simulate(*s, m, o);
-      auto p = simulateTime(t, *s, S);
+      auto p = simulateTime(t, *s, S, SimMode::StoreAndForward);
       auto e = estimateSchedule(*s, m, S);
       ASSERT_TRUE(a && b && p && e) << file << " " << c.alg;
       sf.push_back({a->time, c.alg});

@@ -239,6 +239,7 @@ TEST(WhatIfTest, SimulatedAlgorithmAndAnalysisColumns) {
   ASSERT_TRUE(bool(algos));
   WhatIfSettings set;
   set.chunks = 1;
+  set.mode = SimMode::StoreAndForward;
   set.collective = ir::Collective::AllGather;
   double S = 1 << 30;
   auto table = runWhatIf(t, *algos, {S}, set, "base", "");

@@ -158,11 +158,12 @@ TEST(CompileAuto, KeepsTheFastestPrediction) {
   EXPECT_TRUE(mentions(plan->explain, "auto: cerar not considered"));
   EXPECT_TRUE(mentions(plan->explain,
                        "auto: chose " + algorithmName(plan->algorithm).str()));
-  // The candidates are priced by the simulator (cut-through links): the
-  // winner is never slower than the ring or the trees there.
+  // The candidates are priced by the simulator (the runtime model): the
+  // winner is never slower than the ring or the trees there (ties within
+  // 0.1% go to the earlier candidate).
   EXPECT_TRUE(mentions(plan->explain, "us (simulated)"));
   auto chosen = analysis::simulateTime(t, plan->schedule, req.bytes,
-                                       analysis::SimMode::CutThrough);
+                                       analysis::SimMode::Runtime);
   ASSERT_TRUE(bool(chosen)) << llvm::toString(chosen.takeError());
   for (Algorithm other : {Algorithm::Ring, Algorithm::Trees}) {
     CompileRequest sub = req;
@@ -170,9 +171,9 @@ TEST(CompileAuto, KeepsTheFastestPrediction) {
     auto otherPlan = compile(t, sub, log);
     ASSERT_TRUE(bool(otherPlan)) << llvm::toString(otherPlan.takeError());
     auto base = analysis::simulateTime(t, otherPlan->schedule, req.bytes,
-                                       analysis::SimMode::CutThrough);
+                                       analysis::SimMode::Runtime);
     ASSERT_TRUE(bool(base)) << llvm::toString(base.takeError());
-    EXPECT_LE(*chosen, *base * (1 + 1e-12)) << algorithmName(other).str();
+    EXPECT_LE(*chosen, *base * (1 + 1e-3)) << algorithmName(other).str();
   }
 
   EXPECT_EQ(errorMessage(compile(4, req, log).takeError()),

@@ -1,0 +1,115 @@
+//===- compiler/analysis/NetRoutes.cpp - The NICs NCCL's net transport uses ===//
+
+#include "compiler/analysis/NetRoutes.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+
+namespace topocc::analysis {
+
+namespace {
+
+/// Hops from `from` to every device of its node over links that are not
+/// NVLink, without passing through a GPU other than `from` (-1: none).
+std::map<int, int> pciDistances(const topo::Topology &t, int from) {
+  std::map<int, int> dist{{from, 0}};
+  std::deque<int> queue{from};
+  int node = t.device(from).nodeIndex;
+  while (!queue.empty()) {
+    int d = queue.front();
+    queue.pop_front();
+    if (d != from && t.device(d).kind == topo::DeviceKind::Gpu)
+      continue;
+    for (int l : t.linksOf(d)) {
+      const topo::Link &link = t.link(l);
+      if (link.type == topo::LinkType::NvLink)
+        continue;
+      int o = link.from == d ? link.to : link.from;
+      if (t.device(o).nodeIndex != node || dist.count(o))
+        continue;
+      dist[o] = dist[d] + 1;
+      queue.push_back(o);
+    }
+  }
+  return dist;
+}
+
+/// The devices of `kind` at the smallest distance in `dist`, by index.
+std::vector<int> nearest(const topo::Topology &t,
+                         const std::map<int, int> &dist,
+                         topo::DeviceKind kind) {
+  int best = -1;
+  std::vector<int> out;
+  for (auto [d, n] : dist) {
+    if (t.device(d).kind != kind || n == 0)
+      continue;
+    if (best < 0 || n < best) {
+      best = n;
+      out.clear();
+    }
+    if (n == best)
+      out.push_back(d);
+  }
+  return out;
+}
+
+/// NCCL's mirrorBits: `val`'s lowest log2(pow2) bits in reverse order.
+int mirrorBits(int val, int pow2) {
+  int mirror = 0;
+  for (int b = 1, mb = pow2 >> 1; b < pow2; b <<= 1, mb >>= 1)
+    if (val & b)
+      mirror |= mb;
+  return mirror;
+}
+
+bool isPow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+} // namespace
+
+NcclNetRoutes::NcclNetRoutes(const topo::Topology &t) {
+  perRank.resize(t.numRanks());
+  // Nearest NICs per GPU, and GPUs nearest to a NIC, once per device.
+  std::map<int, int> gpusNearNic;
+  for (int r = 0; r < t.numRanks(); ++r) {
+    int gpu = t.rankDevice(r);
+    RankNets &rn = perRank[r];
+    rn.nets = nearest(t, pciDistances(t, gpu), topo::DeviceKind::Nic);
+    const topo::Device &dev = t.device(gpu);
+    if (dev.nodeIndex >= 0) {
+      const topo::Node &node = t.nodes()[dev.nodeIndex];
+      int index = 0;
+      for (int d : node.devices) {
+        if (d == gpu)
+          break;
+        index += t.device(d).kind == topo::DeviceKind::Gpu;
+      }
+      rn.dev = index;
+    }
+    if (rn.nets.empty())
+      continue;
+    auto it = gpusNearNic.find(rn.nets[0]);
+    if (it == gpusNearNic.end()) {
+      size_t n = nearest(t, pciDistances(t, rn.nets[0]),
+                         topo::DeviceKind::Gpu)
+                     .size();
+      it = gpusNearNic.emplace(rn.nets[0], std::max<int>(1, n)).first;
+    }
+    rn.localGpus = it->second;
+  }
+}
+
+int NcclNetRoutes::nicFor(int rank, int channel) const {
+  const RankNets &rn = perRank[rank];
+  int count = static_cast<int>(rn.nets.size());
+  if (count == 0)
+    return -1;
+  int net = rn.dev;
+  if (isPow2(count))
+    net = mirrorBits(net, count);
+  int spread = (count + rn.localGpus - 1) / rn.localGpus;
+  net += std::max(0, channel) % spread;
+  return rn.nets[net % count];
+}
+
+} // namespace topocc::analysis
