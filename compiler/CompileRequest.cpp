@@ -89,6 +89,15 @@ llvm::Error checkCompileRequest(const CompileRequest &req) {
   if (req.target.maxStepsPerThreadblock < 1)
     return makeUserError(llvm::formatv("--max-steps must be at least 1, got {0}",
                                        req.target.maxStepsPerThreadblock));
+  if (req.target.format == ir::OutputFormat::MscclXml &&
+      req.target.maxStepsPerThreadblock >
+          ir::mscclRuntimeMaxSteps(req.target.runtime))
+    return makeUserError(llvm::formatv(
+        "--max-steps {0} is more than --msccl-runtime {1} accepts: {2} steps "
+        "per threadblock (MSCCL_MAX_NUM_STEPS, fixed when it is built)",
+        req.target.maxStepsPerThreadblock,
+        ir::mscclRuntimeName(req.target.runtime),
+        ir::mscclRuntimeMaxSteps(req.target.runtime)));
   return llvm::Error::success();
 }
 

@@ -40,6 +40,7 @@ llvm::Error runAssignThreadblocks(ir::Schedule &s, const PassOptions &o) {
   limits.maxDepTarget = o.target.maxDependencyTarget;
   limits.maxThreadblocks = o.target.maxThreadblocks;
   limits.smCount = std::max(o.target.maxThreadblocksPerRank, 0);
+  limits.smCountIsRuntimeLimit = o.target.threadblocksLimitedByRuntime();
   limits.maxChannels = std::max(o.target.maxChannels, 0);
   limits.coalesce = o.coalesce;
   return passes::assignThreadblocks(s, limits, o.threadblocks);

@@ -32,4 +32,32 @@ llvm::StringRef outputFormatName(OutputFormat f) {
   llvm_unreachable("unknown output format");
 }
 
+llvm::Expected<MscclRuntime> parseMscclRuntime(llvm::StringRef name) {
+  if (name == "msccl-executor")
+    return MscclRuntime::MscclExecutor;
+  if (name == "rccl")
+    return MscclRuntime::Rccl;
+  return makeUserError("unknown --msccl-runtime '" + name +
+                       "'; expected 'msccl-executor' (msccl-executor-nccl) or "
+                       "'rccl' (RCCL's built-in MSCCL)");
+}
+
+llvm::StringRef mscclRuntimeName(MscclRuntime r) {
+  switch (r) {
+  case MscclRuntime::MscclExecutor:
+    return "msccl-executor";
+  case MscclRuntime::Rccl:
+    return "rccl";
+  }
+  llvm_unreachable("unknown MSCCL runtime");
+}
+
+int32_t mscclRuntimeMaxThreadblocks(MscclRuntime r) {
+  return r == MscclRuntime::Rccl ? kRcclMaxThreadblocks : 0;
+}
+
+int32_t mscclRuntimeMaxSteps(MscclRuntime r) {
+  return r == MscclRuntime::Rccl ? kRcclMaxSteps : TargetLimits::kNoLimit;
+}
+
 } // namespace topocc::ir

@@ -28,8 +28,28 @@ constexpr int32_t kMscclMaxSteps = 64;
 constexpr int32_t kMscclMaxDependencyTarget = 127;
 /// Threadblocks per rank the XML encoding allows.
 constexpr int32_t kMscclMaxThreadblocks = 1024;
-/// SMs of the GPU `topocc compile` assumes without --sm-count (A100).
+/// SMs of the GPU `topocc compile` assumes without --sm-count when there is
+/// no topology to take the GPU model from (--run-pass; an A100).
 constexpr int32_t kDefaultSmCount = 108;
+/// RCCL's built-in MSCCL: MSCCL_MAX_NUM_THREAD_BLOCKS and
+/// MSCCL_MAX_NUM_STEPS of src/include/msccl/msccl_struct.h, fixed when RCCL
+/// is built (docs/MscclXml.md, "MSCCL runtimes").
+constexpr int32_t kRcclMaxThreadblocks = 64;
+constexpr int32_t kRcclMaxSteps = 64;
+
+/// The runtime that executes an MSCCL XML file: msccl-executor-nccl (NVIDIA
+/// GPUs) or RCCL's built-in MSCCL (AMD GPUs).
+enum class MscclRuntime : uint8_t { MscclExecutor, Rccl };
+
+/// "msccl-executor", "rccl"; a user error naming them otherwise.
+llvm::Expected<MscclRuntime> parseMscclRuntime(llvm::StringRef name);
+llvm::StringRef mscclRuntimeName(MscclRuntime r);
+/// Threadblocks per rank the runtime's parser accepts (0: only the XML
+/// encoding's kMscclMaxThreadblocks) and the largest steps per threadblock
+/// it can be built with (TargetLimits::kNoLimit: a build-time choice, given
+/// as --max-steps).
+int32_t mscclRuntimeMaxThreadblocks(MscclRuntime r);
+int32_t mscclRuntimeMaxSteps(MscclRuntime r);
 
 /// The formats `topocc compile --emit` writes.
 enum class OutputFormat : uint8_t { MscclXml, Ir, NcclGraph, Plan };
@@ -63,22 +83,35 @@ struct TargetLimits {
   /// Whether coded schedules (lincomb ops with coefficients) can be
   /// written; MSCCL XML and NCCL graph files cannot carry them.
   bool codedOps = true;
+  /// MSCCL XML: the runtime the file is for, and the SM count of the GPU
+  /// (0: none given); maxThreadblocksPerRank is the smaller of the SM count
+  /// and the runtime's limit.
+  MscclRuntime runtime = MscclRuntime::MscclExecutor;
+  int32_t smCount = 0;
 
   /// The limits of `format`: MSCCL XML has MSCCL's encoding limits and
   /// launches at most `smCount` threadblocks per rank (0: no limit); an
   /// NCCL graph file lists at most MSCCL's channel count of rings; plan
   /// JSON and the textual IR have no limits and carry coded schedules.
   /// `maxSteps` is the runtime's steps per threadblock for every format.
-  static TargetLimits forFormat(OutputFormat format, int32_t smCount,
-                                int32_t maxSteps) {
+  /// MSCCL XML run by `runtime` launches at most min(smCount, the
+  /// runtime's threadblock limit) threadblocks per rank.
+  static TargetLimits
+  forFormat(OutputFormat format, int32_t smCount, int32_t maxSteps,
+            MscclRuntime runtime = MscclRuntime::MscclExecutor) {
     TargetLimits t;
     t.format = format;
     t.maxStepsPerThreadblock = maxSteps;
     switch (format) {
-    case OutputFormat::MscclXml:
-      t.maxThreadblocksPerRank = smCount;
+    case OutputFormat::MscclXml: {
+      t.runtime = runtime;
+      t.smCount = smCount;
+      const int32_t cap = mscclRuntimeMaxThreadblocks(runtime);
+      t.maxThreadblocksPerRank =
+          cap > 0 && (smCount <= 0 || cap < smCount) ? cap : smCount;
       t.codedOps = false;
       break;
+    }
     case OutputFormat::NcclGraph:
       t.codedOps = false;
       break;
@@ -90,6 +123,14 @@ struct TargetLimits {
       break;
     }
     return t;
+  }
+
+  /// Whether maxThreadblocksPerRank is the runtime's limit rather than the
+  /// GPU's SM count.
+  bool threadblocksLimitedByRuntime() const {
+    return maxThreadblocksPerRank > 0 &&
+           maxThreadblocksPerRank == mscclRuntimeMaxThreadblocks(runtime) &&
+           (smCount <= 0 || smCount > maxThreadblocksPerRank);
   }
 
   /// maxChannels as a count to compare against (kNoLimit for none).

@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace topocc::algorithms {
@@ -243,6 +245,161 @@ llvm::Expected<RoutedTime> routedTime(const Forest &f,
     }
   }
   return r;
+}
+
+namespace {
+
+/// Largest-remainder rounding of `mult` (summing to k) to K >= mult.size()
+/// units, every entry at least 1.
+std::vector<int64_t> roundShares(const std::vector<int64_t> &mult, int64_t k,
+                                 int64_t K) {
+  const size_t n = mult.size();
+  std::vector<double> ideal(n);
+  std::vector<int64_t> out(n);
+  int64_t sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ideal[i] = static_cast<double>(mult[i]) * static_cast<double>(K) /
+               static_cast<double>(k);
+    out[i] = std::max<int64_t>(1, static_cast<int64_t>(ideal[i]));
+    sum += out[i];
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = i;
+  while (sum < K) {
+    // The largest remainder ideal - out gets one more unit.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return ideal[a] - out[a] > ideal[b] - out[b];
+    });
+    for (size_t i = 0; i < n && sum < K; ++i, ++sum)
+      ++out[order[i]];
+  }
+  while (sum > K) {
+    // The minimum of 1 overshot: the most over-served tree with more than
+    // one unit gives one back.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return out[a] - ideal[a] > out[b] - ideal[b];
+    });
+    bool gave = false;
+    for (size_t i = 0; i < n && sum > K; ++i)
+      if (out[order[i]] > 1) {
+        --out[order[i]];
+        --sum;
+        gave = true;
+      }
+    if (!gave)
+      break; // unreachable: K >= n
+  }
+  return out;
+}
+
+} // namespace
+
+RoundedShares roundTreeShares(const Forest &f, const analysis::BoundGraph &g,
+                              const ShareRoundingOptions &opts) {
+  const std::vector<PackedTree> &trees = f.trees.trees;
+  RoundedShares keep;
+  keep.unitsPerRoot = f.k;
+  for (const PackedTree &t : trees)
+    keep.mult.push_back(t.mult);
+  if (trees.empty() || f.k < 1)
+    return keep;
+  // Trees per root, in tree order.
+  std::map<int, std::vector<size_t>> byRoot;
+  for (size_t i = 0; i < trees.size(); ++i)
+    byRoot[trees[i].root].push_back(i);
+  size_t most = 0;
+  for (const auto &[root, ids] : byRoot)
+    most = std::max(most, ids.size());
+
+  // Capacity per (from, to) vertex pair, and the pairs each tree's physical
+  // paths cross (with multiplicity). Data of a reversed forest crosses the
+  // graph's arcs against the packing's direction.
+  std::map<std::pair<int, int>, int64_t> capOf;
+  for (const analysis::BoundGraph::Arc &a : g.arcs)
+    capOf[{a.from, a.to}] += a.cap;
+  std::map<std::pair<int, int>, int> pairIndex;
+  std::vector<double> caps;
+  std::vector<std::map<int, int>> crosses(trees.size());
+  for (const PhysicalTree &pt : f.trees.physical) {
+    if (pt.tree < 0 || pt.tree >= static_cast<int>(trees.size()))
+      continue;
+    for (const std::vector<int> &path : pt.paths)
+      for (size_t j = 0; j + 1 < path.size(); ++j) {
+        std::pair<int, int> arc = f.reversed
+                                      ? std::make_pair(path[j + 1], path[j])
+                                      : std::make_pair(path[j], path[j + 1]);
+        auto [it, fresh] =
+            pairIndex.try_emplace(arc, static_cast<int>(caps.size()));
+        if (fresh) {
+          auto c = capOf.find(arc);
+          caps.push_back(c == capOf.end() ? 0.0
+                                          : static_cast<double>(c->second));
+        }
+        ++crosses[pt.tree][it->second];
+      }
+  }
+  // The busiest pair's load per capacity for shares mult / K; without
+  // physical paths, the largest per-tree share ratio (an upper bound).
+  auto time = [&](const std::vector<int64_t> &mult, int64_t K) {
+    std::vector<double> load(caps.size(), 0.0);
+    for (size_t i = 0; i < trees.size(); ++i)
+      for (auto [p, times] : crosses[i])
+        load[p] += times * static_cast<double>(mult[i]) / K;
+    double worst = 0;
+    for (size_t p = 0; p < caps.size(); ++p)
+      if (caps[p] > 0)
+        worst = std::max(worst, load[p] / caps[p]);
+    return worst;
+  };
+  const double exact = time(keep.mult, f.k);
+  auto lossOf = [&](const std::vector<int64_t> &mult, int64_t K) {
+    if (exact > 0)
+      return time(mult, K) / exact - 1;
+    double worst = 0;
+    for (size_t i = 0; i < trees.size(); ++i)
+      worst = std::max(worst, (static_cast<double>(mult[i]) / K) /
+                                      (static_cast<double>(trees[i].mult) /
+                                       f.k) -
+                                  1);
+    return worst;
+  };
+
+  std::optional<RoundedShares> best;
+  auto steps = [&](int64_t units) {
+    return opts.unitsPerStep > 0
+               ? (units + opts.unitsPerStep - 1) / opts.unitsPerStep
+               : 1;
+  };
+  for (int64_t K = 1; K <= opts.maxUnitsPerRoot && K > 0; K *= 2) {
+    if (K < static_cast<int64_t>(most))
+      continue;
+    RoundedShares r;
+    r.unitsPerRoot = K;
+    r.rounded = true;
+    r.mult.assign(trees.size(), 0);
+    for (const auto &[root, ids] : byRoot) {
+      std::vector<int64_t> m;
+      for (size_t i : ids)
+        m.push_back(trees[i].mult);
+      std::vector<int64_t> q = roundShares(m, f.k, K);
+      for (size_t j = 0; j < ids.size(); ++j)
+        r.mult[ids[j]] = q[j];
+    }
+    bool moreSteps = false;
+    for (size_t i = 0; i < trees.size(); ++i)
+      moreSteps = moreSteps || steps(r.mult[i]) > steps(trees[i].mult);
+    if (moreSteps)
+      continue;
+    r.loss = std::max(0.0, lossOf(r.mult, K));
+    if (!best || r.loss < best->loss - 1e-12)
+      best = r;
+    if (r.loss <= opts.tolerance)
+      return r;
+    if (K > std::numeric_limits<int64_t>::max() / 2)
+      break;
+  }
+  return best ? *best : keep;
 }
 
 namespace {

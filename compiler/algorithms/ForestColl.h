@@ -68,6 +68,38 @@ struct Forest {
 llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
                                    const ForestOptions &opts);
 
+/// The throughput loss that power-of-two shares may cost
+/// (roundTreeShares): 1%.
+constexpr double kShareRoundingTolerance = 0.01;
+
+/// The forest's tree shares rounded to a power-of-two number of units per
+/// root (docs/Algorithms-trees.md, "Power-of-two shares"): the MSCCL
+/// runtimes use a file only for calls whose element count is a multiple of
+/// nchunksperloop = ranks x units per root x chunks, so with a power-of-two
+/// rank count the file then serves every power-of-two size. For each power
+/// of two K from the most trees one root has up to `maxUnitsPerRoot`, each
+/// root's shares C_T / k are scaled to K by largest-remainder rounding with
+/// every tree keeping at least one unit; the loss of K is the busiest
+/// link's time with the rounded shares on the packing's physical paths over
+/// its time with the exact shares, minus 1. The smallest K with a loss of
+/// at most `tolerance` wins; when none has, the K of least loss (the
+/// smaller on ties); when no power of two fits `maxUnitsPerRoot`, the
+/// forest's own shares (rounded false). A K that gives some tree more steps
+/// than its exact share (ceil(units / unitsPerStep)) is skipped.
+struct ShareRoundingOptions {
+  int64_t maxUnitsPerRoot = 0; ///< the largest K
+  int64_t unitsPerStep = 0;    ///< units one step moves at most; 0: any
+  double tolerance = kShareRoundingTolerance;
+};
+struct RoundedShares {
+  int64_t unitsPerRoot = 0;  ///< K
+  std::vector<int64_t> mult; ///< per tree of f.trees.trees: >= 1, K per root
+  double loss = 0;           ///< throughput lost to the rounding (0.004)
+  bool rounded = false;      ///< K is a power of two
+};
+RoundedShares roundTreeShares(const Forest &f, const analysis::BoundGraph &g,
+                              const ShareRoundingOptions &opts);
+
 /// The trees' time when every tree arc's data takes the route(s) the
 /// schedule's messages take between its two ranks
 /// (analysis::LinkModel::rankFlow: the widest shortest route, split evenly

@@ -4,27 +4,15 @@
 
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/Simulator.h"
+#include "compiler/topology/GpuModels.h"
 
 #include <algorithm>
-#include <string>
 
 namespace topocc::analysis {
 
 double memoryBandwidth(llvm::StringRef model) {
-  struct Entry {
-    const char *key;
-    double memGBs;
-  };
-  // Most specific keys first; matched as substrings of the lower-case model.
-  static const Entry kTable[] = {
-      {"h200", 4800}, {"h100-pcie", 2000}, {"h100", 3350},  {"a100-pcie", 1935},
-      {"a100", 2039}, {"v100", 900},       {"mi250", 1638},
-  };
-  std::string lower = model.lower();
-  for (const Entry &e : kTable)
-    if (llvm::StringRef(lower).contains(e.key))
-      return e.memGBs * 1e9;
-  return 0;
+  const topo::GpuModel *m = topo::findGpuModel(model);
+  return m ? m->memoryBandwidth : 0;
 }
 
 std::vector<double> rankMemoryBandwidths(const topo::Topology &t) {

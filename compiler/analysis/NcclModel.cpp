@@ -52,7 +52,9 @@ double ncclLinkBandwidth(const topo::Topology &t, const topo::Link &l,
                          int dir) {
   switch (l.type) {
   case topo::LinkType::NvLink:
-    return l.count * (archOf(t) >= 90 ? 20.6e9 : 20e9);
+    // NCCL counts 20 GB/s (20.6 on sm90) per NVLink port of 25 GB/s raw;
+    // a link written as one 300 GB/s bundle is 12 ports.
+    return l.capacity(dir) / 25e9 * (archOf(t) >= 90 ? 20.6e9 : 20e9);
   case topo::LinkType::Pcie:
     return 0.75 * l.capacity(dir);
   case topo::LinkType::Ib:

@@ -236,6 +236,14 @@ llvm::Error checkResident(const Schedule &s, const ThreadblockLimits &limits) {
     std::set<TbId> blocks;
     for (const Op &op : s.ranks[r].ops)
       blocks.insert(op.threadblock);
+    if (static_cast<int64_t>(blocks.size()) > limits.smCount &&
+        limits.smCountIsRuntimeLimit)
+      return makeUserError(llvm::formatv(
+          "rank {0} would launch {1} threadblocks, more than the {2} per "
+          "rank RCCL's MSCCL accepts (MSCCL_MAX_NUM_THREAD_BLOCKS, fixed when "
+          "RCCL is built), so RCCL would refuse the file (use fewer "
+          "--channels or --trees-per-root, or --emit plan)",
+          r, blocks.size(), limits.smCount));
     if (static_cast<int64_t>(blocks.size()) > limits.smCount)
       return makeUserError(llvm::formatv(
           "rank {0} would launch {1} threadblocks, more than the {2} SMs "
@@ -289,9 +297,17 @@ llvm::Error assignThreadblocks(Schedule &s, const ThreadblockLimits &limits,
   if (auto cerr = detail::coalesceThreadblocks(s, limits, info)) {
     if (cerr.isA<InternalError>())
       return cerr;
+    std::string limit =
+        limits.smCountIsRuntimeLimit
+            ? llvm::formatv(" (the limit of {0} threadblocks per rank is "
+                            "RCCL's MSCCL_MAX_NUM_THREAD_BLOCKS; a smaller "
+                            "--trees-per-root may fit)",
+                            limits.smCount)
+                  .str()
+            : std::string();
     return makeUserError("separate threadblocks per tree piece do not fit (" +
                          why + "), and neither does the coalesced shape: " +
-                         errorMessages(std::move(cerr), "; "));
+                         errorMessages(std::move(cerr), "; ") + limit);
   }
   if (info) {
     info->coalesced = true;

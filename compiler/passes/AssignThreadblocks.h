@@ -37,6 +37,9 @@ struct ThreadblockLimits {
   /// Threadblocks one rank may launch: MSCCL's blocks spin-wait on each
   /// other and must all be resident, one per SM (--sm-count); 0: no limit.
   int32_t smCount = 0;
+  /// Whether smCount is the runtime's threadblock limit (RCCL's MSCCL: 64)
+  /// rather than the GPU's SMs: a file over it is rejected when loaded.
+  bool smCountIsRuntimeLimit = false;
   /// Channels the output has (MSCCL XML: 32); 0: no limit. Checked here
   /// only with coalesce (assign-channels and split-channels check it
   /// otherwise).

@@ -56,10 +56,8 @@ using namespace ir;
 
 namespace {
 
-/// MSCCL_MAX_COUNT: a step moves at most 71 chunks.
-constexpr int32_t kMaxCount = 71;
-/// MSCCL stores buffer offsets in 16 bits.
-constexpr int64_t kMaxChunks = 32767;
+constexpr int32_t kMaxCount = kTreeMaxUnitsPerStep;
+constexpr int64_t kMaxChunks = kTreeMaxChunksPerLoop;
 
 /// A tree with what the lowering derives from it.
 struct Prepared {
@@ -720,13 +718,23 @@ llvm::Expected<Schedule> lowerTrees(const TreeLoweringOptions &opts,
 }
 
 TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks) {
+  algorithms::RoundedShares own;
+  own.unitsPerRoot = f.k;
+  for (const algorithms::PackedTree &pt : f.trees.trees)
+    own.mult.push_back(pt.mult);
+  return forestTreeSet(f, numRanks, own);
+}
+
+TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks,
+                      const algorithms::RoundedShares &shares) {
   TreeSet set;
-  set.unitsPerRoot = static_cast<int32_t>(f.k);
+  set.unitsPerRoot = static_cast<int32_t>(shares.unitsPerRoot);
   std::vector<int32_t> next(numRanks, 0);
-  for (const algorithms::PackedTree &pt : f.trees.trees) {
+  for (size_t i = 0; i < f.trees.trees.size(); ++i) {
+    const algorithms::PackedTree &pt = f.trees.trees[i];
     LoweringTree lt;
     lt.root = pt.root;
-    lt.units = static_cast<int32_t>(pt.mult);
+    lt.units = static_cast<int32_t>(shares.mult[i]);
     lt.firstUnit = next[pt.root];
     next[pt.root] += lt.units;
     for (int p : pt.parent)

@@ -31,6 +31,13 @@
 
 namespace topocc::passes {
 
+/// MSCCL_MAX_COUNT: a step moves at most 71 chunks, so a tree's unit range
+/// is cut into steps of at most this many.
+constexpr int32_t kTreeMaxUnitsPerStep = 71;
+/// MSCCL stores buffer offsets in 16 bits: ranks x units per root x chunks
+/// (nchunksperloop) is at most this.
+constexpr int64_t kTreeMaxChunksPerLoop = 32767;
+
 /// One spanning tree on the ranks.
 struct LoweringTree {
   ir::RankId root = 0;
@@ -88,6 +95,10 @@ llvm::Expected<ir::Schedule> lowerTrees(const TreeLoweringOptions &opts,
 /// as the tree lowering takes them: each root's k units split in tree order
 /// into consecutive ranges of the trees' multiplicities.
 TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks);
+/// The same with the shares of `shares` (algorithms::roundTreeShares):
+/// shares.unitsPerRoot units per root, tree i carrying shares.mult[i].
+TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks,
+                      const algorithms::RoundedShares &shares);
 
 } // namespace topocc::passes
 
