@@ -167,7 +167,8 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   double tBest = cerarTime(l, bytes, best, w, o);
   if (tBest > (1 - o.margin) * d.ringTime) {
     d.reason = llvm::formatv(
-        "best CERAR (c = {0}) predicts {1} against the ring's {2}; it must "
+        "best CERAR (c = {0}): the policy's alpha-beta model predicts {1} "
+        "against the ring's {2}; it must "
         "be {3}% faster",
         best, ms(tBest), ms(d.ringTime), g(o.margin * 100));
     d.cerarTime = tBest;
@@ -216,8 +217,9 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   double denom = gain / l.bandwidth - o.phi / o.memBandwidth;
   d.minBytes = denom > 0 ? (best - n) * l.alpha / denom : 0;
   d.reason = llvm::formatv(
-      "CERAR c = {0} (q = {1}, eps = {2}, kappa ~ {3}) predicts {4} against "
-      "the ring's {5} ({6}); expected {7}-wire error {8} <= tolerance {9}",
+      "CERAR c = {0} (q = {1}, eps = {2}, kappa ~ {3}): the policy's "
+      "alpha-beta model predicts {4} against the ring's {5} ({6}); "
+      "expected {7}-wire error {8} <= tolerance {9}",
       best, d.q, sci(d.eps), sci(d.kappa), ms(d.cerarTime), ms(tRing),
       llvm::formatv("{0:F3}x", d.cerarTime / tRing).str(),
       wireDtypeName(o.wire), sci(d.expectedError), sci(o.tolerance));

@@ -596,7 +596,8 @@ struct Searcher {
     bool identical = true;
     for (size_t a = 1; a < nodes.size(); ++a)
       identical = identical && nodes[a].sameAs == 0;
-    const bool alternate = identical && nodes.size() % 2 == 0 &&
+    const bool alternate = !opts.sameLocalOrder && identical &&
+                           nodes.size() % 2 == 0 &&
                            nodes[0].gpuRanks.size() >= 2 && rails >= 2;
     analysis::NcclNetRoutes rule(t);
     for (int c = 0; c < channels; ++c) {

@@ -32,6 +32,9 @@ struct RingSearchOptions {
   /// Node budget of one exact search; beyond it the best ring found so far
   /// is kept and the result says `exact = false`.
   uint64_t maxNodes = 50'000'000;
+  /// Every node runs the same local order (an NCCL_GRAPH_FILE holds one
+  /// graph for all nodes): no rings that alternate direction per node.
+  bool sameLocalOrder = false;
 };
 
 struct RingSearchResult {

@@ -22,6 +22,9 @@ llvm::Expected<Prediction> predictSchedule(const topo::Topology &t,
   Prediction p;
   p.bytes = bytes;
   p.mode = mode;
+  for (const ir::RankProgram &rp : s.ranks)
+    for (const ir::Op &op : rp.ops)
+      p.coded = p.coded || op.kind == ir::OpKind::LinComb;
   p.sim = std::move(*sim);
   if (bound) {
     p.bound = boundNumbers(*bound, s.collective, bytes);
@@ -42,8 +45,11 @@ std::string predictionText(const Prediction &p) {
                     p.sim.time * 1e3, p.sim.algbw / 1e9, p.sim.busbw / 1e9)
           .str();
   if (p.bound)
-    line += llvm::formatv(", {0:F1}% of the cut bound (busbw {1:F2} GB/s)",
-                          100.0 * p.fractionOfBound(), p.bound->busbw / 1e9)
+    line += llvm::formatv(", {0:F1}% of the cut bound (busbw {1:F2} GB/s{2})",
+                          100.0 * p.fractionOfBound(), p.bound->busbw / 1e9,
+                          p.coded ? ", an exact collective's: a coded "
+                                    "schedule approximates with less traffic"
+                                  : "")
                 .str();
   else
     line += " (no cut bound: " + p.boundError + ")";

@@ -32,6 +32,9 @@ struct Prediction {
   /// nullopt with boundError set when it could not be computed.
   std::optional<BoundNumbers> bound;
   std::string boundError;
+  /// The schedule is coded (lincomb ops): it approximates the collective
+  /// with less traffic, so it may beat the exact collective's bound.
+  bool coded = false;
   /// bound->time / sim.time, 0 without a bound.
   double fractionOfBound() const {
     return bound && sim.time > 0 ? bound->time / sim.time : 0;

@@ -161,8 +161,9 @@ public:
                   .str()
             : std::string("- (the policy keeps the ring)");
     out.explain.push_back(
-        llvm::formatv("hier-cerar: predicted at {0} bytes: ring {1}, "
-                      "hier-ring {2}, cerar {3}, hier-cerar {4} (c = {5}; "
+        llvm::formatv("hier-cerar: the policy's alpha-beta model at {0} "
+                      "bytes: ring {1}, hier-ring {2}, cerar {3}, hier-cerar "
+                      "{4} (c = {5}; "
                       "exact phases {6})",
                       static_cast<int64_t>(req.bytes), msText(choice.flatRing),
                       msText(choice.hierRing), flat, msText(choice.hierCerar),

@@ -54,6 +54,7 @@ public:
       so.collective = req.collective;
       so.bytes = req.bytes;
       so.channels = req.channels;
+      so.sameLocalOrder = req.target.format == ir::OutputFormat::NcclGraph;
       // The search sizes its channel sets for MSCCL's channels, whatever
       // the output (larger sets gained nothing on the library).
       so.maxChannels = ir::kMscclMaxChannels;

@@ -122,8 +122,9 @@ public:
     double algbw = n / perByte * 1e9, bound = n / boundPerByte * 1e9;
     out.summary = llvm::formatv(
                       "{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
-                      "tree; predicted algbw {6:F2} GB/s, {7:F2}% of the "
-                      "bound {8:F2} GB/s",
+                      "tree; fluid packing algbw {6:F2} GB/s (the packing's "
+                      "value, not a prediction), {7:F2}% of the bound {8:F2} "
+                      "GB/s",
                       llvm::join(phases, "; "), info.chains, info.channels,
                       info.channels == 1 ? "" : "s", req.chunks,
                       req.chunks == 1 ? "" : "s", algbw / 1e9,

@@ -223,10 +223,15 @@ std::string summary(const ir::Schedule &s, const CompileOptions &opts,
 llvm::Error runCompile(const CompileOptions &given) {
   CompileOptions opts = given;
   // With a topology the default is the fastest schedule by the runtime
-  // model (auto); --run-pass has no algorithm.
+  // model (auto), unless --ring names the ring's order or the output is an
+  // NCCL graph file (rings only).
   if (opts.algorithm.empty())
-    opts.algorithm = !opts.topology.empty() || opts.tolerance > 0 ? "auto"
-                                                                  : "ring";
+    opts.algorithm =
+        (!opts.topology.empty() && opts.ring.empty() &&
+         opts.emit != "nccl-graph") ||
+                opts.tolerance > 0
+            ? "auto"
+            : "ring";
   auto emit = ir::parseOutputFormat(opts.emit);
   if (!emit)
     return emit.takeError();
@@ -385,6 +390,13 @@ llvm::Error runCompile(const CompileOptions &given) {
       ringsLine = "  auto chose " + algorithmName(plan->algorithm).str() + " " +
                   plan->chosenFlags + "\n" + ringsLine;
     result = std::move(plan->schedule);
+    // auto's file is named after the algorithm it chose.
+    if (opts.algorithm == "auto")
+      result.name = llvm::formatv("{0}_{1}_{2}_{3}", topo->name(),
+                                  algorithmName(plan->algorithm),
+                                  opts.collective,
+                                  opts.inplace ? "inplace" : "outofplace")
+                        .str();
     if (*emit != ir::OutputFormat::NcclGraph) {
       auto line = predictionFor(*topo, result, *emit, opts, meta, req.bytes);
       if (!line)

@@ -154,6 +154,8 @@ llvm::Error runRings(const RingsOptions &opts) {
   algorithms::RingSearchOptions so;
   so.collective = *coll;
   so.bytes = *bytes;
+  // An NCCL graph file holds one local order for every node.
+  so.sameLocalOrder = !opts.ncclGraph.empty();
   if (opts.channels != "auto") {
     int c;
     if (llvm::StringRef(opts.channels).getAsInteger(10, c) || c < 1 || c > 64)
