@@ -1,6 +1,8 @@
 # lit configuration for topocc's golden and error tests.
 # Substitutions:
 #   %topocc      the topocc binary
+#   %topocc-fast an unsanitized Release topocc when the build has one
+#                (TOPOCC_RELEASE_TOOLS), else %topocc
 #   FileCheck    LLVM 14 FileCheck
 #   not          LLVM's `not` (inverts the exit code; `not --crash` for crashes)
 #   %topologies  the project's topologies/ folder
@@ -16,6 +18,7 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.topocc_obj_root, "tests", "lit-out")
 
+config.substitutions.append(("%topocc-fast", config.topocc_fast_bin))
 config.substitutions.append(("%topocc", config.topocc_bin))
 config.substitutions.append(("%topologies", os.path.join(config.topocc_src_root, "topologies")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
