@@ -28,6 +28,8 @@
 
 #include "gtest/gtest.h"
 
+#include <optional>
+
 #include <map>
 #include <set>
 #include <tuple>
@@ -41,11 +43,13 @@ using topocc::testing::kMesh4;
 
 llvm::Expected<CompileResult> compileTrees(const topo::Topology &t,
                                           ir::Collective c, int32_t chunks,
-                                          int32_t maxChannels = ir::kMscclMaxChannels) {
+                                          int32_t maxChannels = ir::kMscclMaxChannels,
+                                          std::optional<int64_t> k = std::nullopt) {
   CompileRequest req;
   req.collective = c;
   req.algorithm = Algorithm::Trees;
   req.chunks = chunks;
+  req.treesPerRoot = k;
   // 0: the plan format's target (no channel or encoding limits).
   if (maxChannels == 0)
     req.target = ir::TargetLimits::forFormat(ir::OutputFormat::Plan, 0,
@@ -220,12 +224,14 @@ TEST(TreeThreadblocksTest, PlanOutputHasNoChannelLimit) {
   // (52), so assign-threadblocks coalesces the trees' roles into at most 32
   // channels (docs/Algorithms-trees.md, "Coalescing"); compile() verified
   // the result.
-  auto msccl = compileTrees(*t, ir::Collective::AllReduce, 1);
+  // k = 128: the optimum's k (514) rounds to shares that need fewer chains.
+  auto msccl = compileTrees(*t, ir::Collective::AllReduce, 1,
+                            ir::kMscclMaxChannels, 128);
   ASSERT_TRUE(bool(msccl)) << llvm::toString(msccl.takeError());
   EXPECT_LE(msccl->schedule.numChannels, 32);
   // Plan (maxChannels 0): as many channels as the trees need; the loader
   // accepts the file.
-  auto plan = compileTrees(*t, ir::Collective::AllReduce, 1, 0);
+  auto plan = compileTrees(*t, ir::Collective::AllReduce, 1, 0, 128);
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   EXPECT_GT(plan->schedule.numChannels, 32);
   backends::PlanMeta meta;
