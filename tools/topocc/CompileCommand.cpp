@@ -167,20 +167,17 @@ llvm::Expected<std::string> render(const ir::Schedule &s,
 }
 
 /// "  predicted at 64 MiB (runtime model): ..." for the file `s` is written
-/// as: MSCCL XML is rendered and imported back, so that the number is the
-/// simulated time of what the file says (Prediction.h).
+/// as (`text`, the rendered file): MSCCL XML is imported back, so that the
+/// number is the simulated time of what the file says (Prediction.h).
 llvm::Expected<std::string> predictionFor(const topo::Topology &t,
                                           const ir::Schedule &s,
                                           ir::OutputFormat emit,
+                                          llvm::StringRef text,
                                           const CompileOptions &opts,
-                                          const backends::PlanMeta &meta,
                                           double bytes) {
   std::optional<ir::Schedule> imported;
   if (emit == ir::OutputFormat::MscclXml) {
-    auto text = render(s, emit, opts, meta);
-    if (!text)
-      return text.takeError();
-    auto back = backends::importMscclXml(*text, opts.output);
+    auto back = backends::importMscclXml(text, opts.output);
     if (!back)
       return back.takeError();
     imported = std::move(*back);
@@ -290,6 +287,7 @@ llvm::Error runCompile(const CompileOptions &given) {
   meta.generator = std::string("topocc ") + TOPOCC_VERSION;
   meta.algorithm = opts.algorithm;
   std::string text, ringsLine, explainLines, predictionLine;
+  std::optional<topo::Topology> topology; ///< kept for the prediction
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
   bool timingsPending = false;
@@ -397,12 +395,7 @@ llvm::Error runCompile(const CompileOptions &given) {
                                   opts.collective,
                                   opts.inplace ? "inplace" : "outofplace")
                         .str();
-    if (*emit != ir::OutputFormat::NcclGraph) {
-      auto line = predictionFor(*topo, result, *emit, opts, meta, req.bytes);
-      if (!line)
-        return line.takeError();
-      predictionLine = std::move(*line);
-    }
+    topology = std::move(*topo);
   }
   if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
@@ -417,6 +410,16 @@ llvm::Error runCompile(const CompileOptions &given) {
       return rendered.takeError();
     }
     text = std::move(*rendered);
+    if (topology) {
+      auto line =
+          predictionFor(*topology, result, *emit, text, opts, req.bytes);
+      if (!line) {
+        if (timingsPending)
+          log.printTimings(llvm::errs());
+        return line.takeError();
+      }
+      predictionLine = std::move(*line);
+    }
   }
   // Pass timings, with the emission when compiling a topology.
   if (timingsPending)
