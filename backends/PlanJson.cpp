@@ -545,8 +545,35 @@ private:
 
 } // namespace
 
-llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
-                                         llvm::StringRef fileName) {
+namespace {
+
+/// "$.version" must be the version this code reads.
+void checkVersion(Reader &rd, const json::Object &top) {
+  if (auto v = rd.integer(top, "$", "version", 0, INT32_MAX))
+    if (*v != kPlanFormatVersion)
+      rd.error("$.version",
+               llvm::formatv("plan format version {0} is not supported (this "
+                             "topocc reads version {1}); recompile the plan",
+                             *v, kPlanFormatVersion));
+}
+
+/// Reads `path` ("-": stdin) and parses it with `parse`.
+template <typename T>
+llvm::Expected<T> parseFile(llvm::StringRef path,
+                            llvm::Expected<T> (*parse)(llvm::StringRef,
+                                                       llvm::StringRef)) {
+  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!buf)
+    return makeUserError("cannot read plan '" + path +
+                         "': " + buf.getError().message());
+  return parse((*buf)->getBuffer(), path);
+}
+
+/// One plan object: a plan file, or (`window` given) a variant of a plan
+/// set, which also carries its "minBytes" and "maxBytes".
+llvm::Expected<PlanFile> parsePlanObject(llvm::StringRef text,
+                                         llvm::StringRef fileName,
+                                         PlanWindow *window) {
   // The programs and their ops are parsed one at a time (SplitParse). A
   // syntax error anywhere re-parses the whole text, for llvm::json's line
   // and column.
@@ -570,19 +597,24 @@ llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
   auto format = rd.string(*top, "$", "format");
   if (format && *format != "topocc-plan")
     rd.error("$.format", "expected \"topocc-plan\", got \"" + *format + "\"");
-  if (auto v = rd.integer(*top, "$", "version", 0, INT32_MAX))
-    if (*v != kPlanFormatVersion)
-      rd.error("$.version",
-               llvm::formatv("plan format version {0} is not supported (this "
-                             "topocc reads version {1}); recompile the plan",
-                             *v, kPlanFormatVersion));
+  checkVersion(rd, *top);
   if (!rd.ok())
     return rd.takeError();
-  rd.noUnknownKeys(*top, "$",
-                   {"format", "version", "generator", "topology", "algorithm",
-                    "errorBound", "roundoffGain", "name", "collective", "inplace", "root", "dtypes", "redop",
-                    "chunking", "stage", "ranks", "chunksPerLoop", "channels",
-                    "messages", "contentHash", "programs"});
+  llvm::SmallVector<llvm::StringRef, 24> known = {
+      "format",     "version",       "generator", "topology",   "algorithm",
+      "errorBound", "roundoffGain",  "name",      "collective", "inplace",
+      "root",       "dtypes",        "redop",     "chunking",   "stage",
+      "ranks",      "chunksPerLoop", "channels",  "messages",   "contentHash",
+      "programs"};
+  if (window) {
+    known.push_back("minBytes");
+    known.push_back("maxBytes");
+    if (auto v = rd.integer(*top, "$", "minBytes", 0, INT64_MAX))
+      window->minBytes = *v;
+    if (auto v = rd.integer(*top, "$", "maxBytes", 0, INT64_MAX))
+      window->maxBytes = *v;
+  }
+  rd.noUnknownKeys(*top, "$", known);
 
   if (auto g = rd.string(*top, "$", "generator"))
     plan.meta.generator = g->str();
@@ -750,12 +782,192 @@ llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
   return plan;
 }
 
+} // namespace
+
+llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
+                                       llvm::StringRef fileName) {
+  return parsePlanObject(text, fileName, nullptr);
+}
+
 llvm::Expected<PlanFile> loadPlanFile(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (!buf)
-    return makeUserError("cannot read plan '" + path +
-                         "': " + buf.getError().message());
-  return parsePlanJson((*buf)->getBuffer(), path);
+  return parseFile<PlanFile>(path, parsePlanJson);
+}
+
+//===-- plan sets ---------------------------------------------------------===//
+
+namespace {
+
+constexpr llvm::StringLiteral kPlanSetFormat = "topocc-plan-set";
+
+std::string windowText(const PlanWindow &w) {
+  if (w.maxBytes == 0)
+    return llvm::formatv("[{0}, no limit]", w.minBytes).str();
+  return llvm::formatv("[{0}, {1}]", w.minBytes, w.maxBytes).str();
+}
+
+/// User error unless every plan is of the first's collective, rank count
+/// and in-place mode.
+llvm::Error checkVariantsAgree(llvm::ArrayRef<const ir::Schedule *> s) {
+  for (size_t i = 1; i < s.size(); ++i)
+    if (s[i]->collective != s[0]->collective ||
+        s[i]->numRanks != s[0]->numRanks || s[i]->inplace != s[0]->inplace)
+      return makeUserError(llvm::formatv(
+          "variant {0} is a {1} over {2} ranks ({3}) but variant 0 a {4} over "
+          "{5} ranks ({6}); the variants of a plan set run the same call",
+          i, ir::collectiveName(s[i]->collective), s[i]->numRanks,
+          s[i]->inplace ? "in place" : "out of place",
+          ir::collectiveName(s[0]->collective), s[0]->numRanks,
+          s[0]->inplace ? "in place" : "out of place"));
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error checkPlanWindows(llvm::ArrayRef<PlanWindow> windows) {
+  if (windows.empty())
+    return makeUserError("a plan set needs at least one variant");
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const PlanWindow &w = windows[i];
+    if (w.minBytes < 0 || w.maxBytes < 0 ||
+        (w.maxBytes != 0 && w.minBytes > w.maxBytes))
+      return makeUserError(llvm::formatv(
+          "variant {0}: the window minBytes {1}, maxBytes {2} is empty "
+          "(expected 0 <= minBytes <= maxBytes, or maxBytes 0 for no limit)",
+          i, w.minBytes, w.maxBytes));
+    if (i == 0)
+      continue;
+    const PlanWindow &prev = windows[i - 1];
+    if (prev.maxBytes == 0 || w.minBytes <= prev.maxBytes)
+      return makeUserError(llvm::formatv(
+          "variants {0} {1} and {2} {3} overlap: a call of {4} bytes would "
+          "match both (each window must start after the previous one's "
+          "maxBytes)",
+          i - 1, windowText(prev), i, windowText(w), w.minBytes));
+    if (w.minBytes > prev.maxBytes + 1)
+      return makeUserError(llvm::formatv(
+          "variants {0} {1} and {2} {3} leave a gap: no variant serves calls "
+          "of {4} to {5} bytes (each window must start at the previous one's "
+          "maxBytes + 1)",
+          i - 1, windowText(prev), i, windowText(w), prev.maxBytes + 1,
+          w.minBytes - 1));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string>
+planSetToJson(llvm::ArrayRef<PlanWindow> windows,
+              llvm::ArrayRef<const ir::Schedule *> schedules,
+              llvm::ArrayRef<PlanMeta> metas) {
+  if (windows.size() != schedules.size() || windows.size() != metas.size())
+    return makeInternalError("planSetToJson: one window, schedule and meta "
+                             "per variant");
+  if (auto err = checkPlanWindows(windows))
+    return err;
+  if (auto err = checkVariantsAgree(schedules))
+    return err;
+  const ir::Schedule &first = *schedules[0];
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "{\n";
+  os << "  \"format\": " << quoted(kPlanSetFormat) << ",\n";
+  os << "  \"version\": " << kPlanFormatVersion << ",\n";
+  os << "  \"generator\": " << quoted(metas[0].generator) << ",\n";
+  os << "  \"collective\": " << quoted(ir::collectiveName(first.collective))
+     << ",\n";
+  os << "  \"inplace\": " << (first.inplace ? "true" : "false") << ",\n";
+  os << "  \"ranks\": " << first.numRanks << ",\n";
+  os << "  \"variants\": [";
+  for (size_t i = 0; i < windows.size(); ++i) {
+    auto plan = planToJson(*schedules[i], metas[i]);
+    if (!plan)
+      return plan.takeError();
+    // The variant is the plan object with its window first.
+    llvm::StringRef body = llvm::StringRef(*plan).trim();
+    body = body.drop_front(); // "{"
+    os << (i ? "," : "") << "\n{\n  \"minBytes\": " << windows[i].minBytes
+       << ",\n  \"maxBytes\": " << windows[i].maxBytes << "," << body;
+  }
+  os << "\n  ]\n}\n";
+  return os.str();
+}
+
+llvm::Expected<PlanSetFile> parsePlanSetJson(llvm::StringRef text,
+                                             llvm::StringRef fileName) {
+  PlanSetFile set;
+  std::optional<JsonArraySpans> spans = findTopLevelArray(text, "variants");
+  if (!spans) {
+    // A plan file (or text that is neither: parsePlanJson says what).
+    auto plan = parsePlanJson(text, fileName);
+    if (!plan)
+      return plan.takeError();
+    set.variants.push_back({PlanWindow{}, std::move(*plan)});
+    return set;
+  }
+  set.isSet = true;
+  std::string rest =
+      (text.take_front(spans->begin) + "[]" + text.drop_front(spans->end))
+          .str();
+  llvm::Expected<json::Value> header = json::parse(rest);
+  if (!header) {
+    llvm::consumeError(header.takeError());
+    llvm::Expected<json::Value> whole = json::parse(text);
+    if (!whole)
+      return jsonSyntaxError(whole.takeError(), text, fileName);
+    return makeDiagError(SourceLoc{fileName.str(), 0, 0}, "invalid JSON");
+  }
+  Reader rd(fileName);
+  const json::Object *top = rd.object(&*header, "$");
+  if (!top)
+    return rd.takeError();
+  auto format = rd.string(*top, "$", "format");
+  if (format && *format != kPlanSetFormat)
+    rd.error("$.format", "a plan with \"variants\" is a plan set: expected "
+                         "\"topocc-plan-set\", got \"" +
+                             *format + "\"");
+  checkVersion(rd, *top);
+  rd.noUnknownKeys(*top, "$",
+                   {"format", "version", "generator", "collective", "inplace",
+                    "ranks", "variants"});
+  auto coll = rd.string(*top, "$", "collective");
+  auto inplace = rd.boolean(*top, "$", "inplace");
+  auto ranks = rd.integer(*top, "$", "ranks", 1, 1 << 20);
+  (void)rd.string(*top, "$", "generator");
+  if (!rd.ok())
+    return rd.takeError();
+  std::vector<PlanWindow> windows;
+  std::vector<const ir::Schedule *> schedules;
+  for (size_t i = 0; i < spans->elements.size(); ++i) {
+    auto [b, e] = spans->elements[i];
+    PlanWindow w;
+    auto plan = parsePlanObject(
+        text.slice(b, e),
+        (fileName + llvm::formatv(" $.variants[{0}]", i).str()).str(), &w);
+    if (!plan)
+      return plan.takeError();
+    windows.push_back(w);
+    set.variants.push_back({w, std::move(*plan)});
+  }
+  for (const PlanVariant &v : set.variants)
+    schedules.push_back(&v.plan.schedule);
+  auto located = [&](llvm::Error err) {
+    return makeDiagError(SourceLoc{fileName.str(), 0, 0},
+                         "$.variants: " + llvm::toString(std::move(err)));
+  };
+  if (auto err = checkPlanWindows(windows))
+    return located(std::move(err));
+  if (auto err = checkVariantsAgree(schedules))
+    return located(std::move(err));
+  const ir::Schedule &first = *schedules[0];
+  if (*coll != ir::collectiveName(first.collective) ||
+      *inplace != first.inplace || *ranks != first.numRanks)
+    return located(makeUserError(
+        "the set's \"collective\", \"inplace\" and \"ranks\" are not its "
+        "variants'"));
+  return set;
+}
+
+llvm::Expected<PlanSetFile> loadPlanSetFile(llvm::StringRef path) {
+  return parseFile<PlanSetFile>(path, parsePlanSetJson);
 }
 
 } // namespace topocc::backends

@@ -12,11 +12,13 @@
 
 #include "ir/Schedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace topocc::backends {
 
@@ -73,6 +75,58 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
 llvm::Expected<PlanFile> parsePlanJson(llvm::StringRef text,
                                          llvm::StringRef fileName);
 llvm::Expected<PlanFile> loadPlanFile(llvm::StringRef path);
+
+//===-- plan sets (compile --emit plan --sizes)
+//----------------------------===//
+//
+// A plan set carries one plan per size window ("variants", each a plan
+// object with "minBytes" and "maxBytes"); the runtime runs the variant whose
+// window holds the call's size (runtime::Plan::select). docs/Runtime.md,
+// "Plan sets".
+
+/// The calls a variant serves: message sizes in bytes as nccl-tests reports
+/// them (allreduce: the buffer; allgather: the whole output; reducescatter:
+/// the whole input), both bounds inclusive, maxBytes 0 without an upper
+/// limit: the MSCCL runtimes' rule for minBytes/maxBytes.
+struct PlanWindow {
+  int64_t minBytes = 0;
+  int64_t maxBytes = 0;
+  bool contains(int64_t bytes) const {
+    return bytes >= minBytes && (maxBytes == 0 || bytes <= maxBytes);
+  }
+};
+
+/// User error unless the windows, in order, tile one range: each has
+/// minBytes <= maxBytes (maxBytes 0, unbounded, only on the last) and
+/// starts at the previous maxBytes + 1. The errors name the two variants
+/// that overlap or leave a gap, and the bytes concerned.
+llvm::Error checkPlanWindows(llvm::ArrayRef<PlanWindow> windows);
+
+struct PlanVariant {
+  PlanWindow window;
+  PlanFile plan;
+};
+
+/// A loaded plan file of either kind: a plan file is one variant with the
+/// window {0, 0} (every size) and isSet false.
+struct PlanSetFile {
+  bool isSet = false;
+  std::vector<PlanVariant> variants;
+};
+
+/// The plan set as JSON text (deterministic): windows[i] with
+/// schedules[i] and metas[i]. Errors: checkPlanWindows, variants of
+/// different collectives, rank counts or in-place modes, and planToJson's.
+llvm::Expected<std::string>
+planSetToJson(llvm::ArrayRef<PlanWindow> windows,
+              llvm::ArrayRef<const ir::Schedule *> schedules,
+              llvm::ArrayRef<PlanMeta> metas);
+
+/// Reads a plan file or a plan set (the same checks as parsePlanJson for
+/// every variant, then the windows and the variants' agreement).
+llvm::Expected<PlanSetFile> parsePlanSetJson(llvm::StringRef text,
+                                             llvm::StringRef fileName);
+llvm::Expected<PlanSetFile> loadPlanSetFile(llvm::StringRef path);
 
 } // namespace topocc::backends
 

@@ -80,12 +80,14 @@ ServedSizes servedSizes(const ir::Schedule &s, int64_t minBytes,
 
 std::string describeServedSizes(const ServedSizes &s) {
   std::vector<std::string> parts;
+  bool anyPowerOfTwo = false; ///< inside the window, for some element size
   for (const ElementSize &e : kElementSizes) {
     int64_t first = s.smallest(e.bytes);
     if (s.powersOfTwo() && first > 0)
       first = static_cast<int64_t>(llvm::PowerOf2Ceil(first));
     if (first > 0 && s.maxBytes > 0 && first > s.maxBytes)
       first = 0;
+    anyPowerOfTwo = anyPowerOfTwo || first > 0;
     parts.push_back(first > 0 ? llvm::formatv("{0} ({1})", bytesText(first),
                                               e.types)
                                     .str()
@@ -94,7 +96,9 @@ std::string describeServedSizes(const ServedSizes &s) {
   std::string list = llvm::join(parts, ", ");
   std::string upTo =
       s.maxBytes > 0 ? " up to " + bytesText(s.maxBytes) : std::string(" up");
-  if (s.powersOfTwo())
+  // A window without a power of two (compile --sizes at a MAX that is not
+  // one) is described by its multiples.
+  if (s.powersOfTwo() && anyPowerOfTwo)
     return "every power of two from " + list + upTo +
            ", and every multiple of those";
   std::string window;

@@ -53,7 +53,7 @@ ServedSizes servedSizes(const ir::Schedule &s, int64_t minBytes = 0,
 /// 2 B, int8 1 B, fp64 8 B): "every power of two from 32 B (fp32), 16 B
 /// (fp16/bf16), 8 B (int8), 64 B (fp64) up, and every multiple of those" or
 /// "multiples of 5312 B (fp32), ...; no power of two", with the window when
-/// there is one.
+/// there is one (also for a window that holds no power of two).
 std::string describeServedSizes(const ServedSizes &s);
 
 } // namespace topocc::backends

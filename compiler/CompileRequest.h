@@ -92,6 +92,12 @@ struct CompileRequest {
   /// it simulates).
   std::optional<analysis::SimMode> autoSimMode;
   std::optional<double> autoReduceBandwidth;
+  /// auto: consider only candidates whose MSCCL XML file a runtime selects
+  /// for a call of `bytes` fp32 bytes (backends::servedSizes: the element
+  /// count is a multiple of lcm(nchunksperloop, m)); the others get an
+  /// explain line. compile --sizes sets it at its power-of-two sizes, so
+  /// that every window's file serves the powers of two of its window.
+  bool autoMustServe = false;
   bool verifyEach = false; ///< verify after every pass, not only twice
   std::string name;        ///< schedule name; derived when empty
 };

@@ -2,6 +2,7 @@
 
 #include "compiler/SelectAlgorithm.h"
 
+#include "backends/ServedSizes.h"
 #include "compiler/Pipeline.h"
 #include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/CostModel.h"
@@ -67,6 +68,23 @@ llvm::Expected<std::string> notApplicable(llvm::StringRef what,
       .str();
 }
 
+/// With req.autoMustServe: why an MSCCL runtime would not select the file
+/// of `s` for a call of req.bytes fp32 bytes; empty when it would.
+std::string notServed(const CompileRequest &req, const ir::Schedule &s) {
+  if (!req.autoMustServe)
+    return "";
+  const auto bytes = static_cast<int64_t>(req.bytes);
+  const backends::ServedSizes served = backends::servedSizes(s);
+  if (served.serves(bytes, 4))
+    return "";
+  return llvm::formatv("skipped: the MSCCL runtimes would not select its "
+                       "file for a {0} B fp32 call ({1} elements, not a "
+                       "multiple of {2}; nchunksperloop {3})",
+                       bytes, bytes / 4, served.elementMultiple,
+                       s.chunksPerLoop)
+      .str();
+}
+
 } // namespace
 
 llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
@@ -111,14 +129,16 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       lines.push_back(std::move(*line));
       continue;
     }
+    std::string skip = notServed(req, result->schedule);
     auto cost = price(*t, req, m, result->schedule);
     if (!cost)
       return cost.takeError();
     double algoBest = cost->time;
-    lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2})",
-                                  algorithmName(a), cost->time * 1e6, cost->by)
+    lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2}){3}",
+                                  algorithmName(a), cost->time * 1e6, cost->by,
+                                  skip.empty() ? "" : "; " + skip)
                         .str());
-    if (faster(cost->time, bestTime)) {
+    if (skip.empty() && faster(cost->time, bestTime)) {
       bestTime = cost->time;
       best = std::move(*result);
       bestRequest = std::move(sub);
@@ -134,15 +154,17 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
         lines.push_back(std::move(*line));
         continue;
       }
+      std::string vskip = notServed(req, v->schedule);
       auto vc = price(*t, req, m, v->schedule);
       if (!vc)
         return vc.takeError();
       algoBest = std::min(algoBest, vc->time);
-      lines.push_back(llvm::formatv("auto: {0} {1} predicted {2:F3} us ({3})",
+      lines.push_back(llvm::formatv("auto: {0} {1} predicted {2:F3} us "
+                                    "({3}){4}",
                                     algorithmName(a), flags, vc->time * 1e6,
-                                    vc->by)
+                                    vc->by, vskip.empty() ? "" : "; " + vskip)
                           .str());
-      if (faster(vc->time, bestTime)) {
+      if (vskip.empty() && faster(vc->time, bestTime)) {
         bestTime = vc->time;
         best = std::move(*v);
         bestRequest = variant;

@@ -99,23 +99,50 @@ inline double valueErrorBound(const backends::PlanMeta &m, DType t) {
 /// between threads (see the file comment).
 class Plan {
 public:
-  /// Reads, validates and re-verifies a plan file.
+  /// Reads, validates and re-verifies a plan file or a plan set
+  /// (backends::parsePlanSetJson).
   static llvm::Expected<Plan> load(llvm::StringRef path);
   /// A plan from a verified schedule (REQUIRES: it passes verifySchedule).
   static llvm::Expected<Plan> fromSchedule(ir::Schedule s,
                                            backends::PlanMeta meta = {});
 
-  const ir::Schedule &schedule() const { return plan.schedule; }
+  /// One window of a plan set (compile --emit plan --sizes) and its plan.
+  struct Variant {
+    backends::PlanWindow window;
+    std::shared_ptr<const Plan> plan;
+  };
+  /// A plan set: windows[i] served by plans[i] (each a plan of one
+  /// schedule). User errors as backends::checkPlanWindows, and for plans
+  /// of different collectives, rank counts or in-place modes.
+  static llvm::Expected<Plan>
+  fromVariants(std::vector<backends::PlanWindow> windows,
+               std::vector<Plan> plans);
+  /// A plan set's variants, in window order; empty for a plan of one
+  /// schedule.
+  llvm::ArrayRef<Variant> variants() const { return variantList; }
+  /// The plan that runs a call of `count` elements of `t`: this plan, or
+  /// for a set the variant whose window holds the call's message size
+  /// (callBytes). User error naming the windows when none holds it.
+  llvm::Expected<const Plan *> select(size_t count, DType t) const;
+  /// The message size of a call in the nccl-tests convention the windows
+  /// use: allreduce the buffer (count elements), allgather the whole output
+  /// and reducescatter the whole input (ranks * count elements).
+  int64_t callBytes(size_t count, DType t) const;
+
+  /// For a plan set, schedule(), dataflowPreds(), meta() and hash() are
+  /// its first variant's (select() gives the one a call runs).
+  const ir::Schedule &schedule() const { return base().plan.schedule; }
   /// The ops op `op` of rank `r` waits for when a host transport runs the
   /// plan as dataflow (see dataPreds below); empty when the plan could not
   /// be ordered (then threadblock order is used).
   llvm::ArrayRef<ir::OpId> dataflowPreds(ir::RankId r, ir::OpId op) const {
-    if (!dataPreds)
+    const Plan &b = base();
+    if (!b.dataPreds)
       return {};
-    return (*dataPreds)[size_t(r)][size_t(op)];
+    return (*b.dataPreds)[size_t(r)][size_t(op)];
   }
-  const backends::PlanMeta &meta() const { return plan.meta; }
-  uint64_t hash() const { return plan.contentHash; }
+  const backends::PlanMeta &meta() const { return base().plan.meta; }
+  uint64_t hash() const { return base().plan.contentHash; }
 
   /// Runs this rank's (t.rank()) program. `sendbuf` holds the input and
   /// `recvbuf` receives the output (sizes: BufferLayout). In-place plans
@@ -139,6 +166,12 @@ private:
 
   /// Computes `dataPreds` (load and fromSchedule call it).
   void buildDataflow();
+  /// This plan, or a set's first variant.
+  const Plan &base() const {
+    return variantList.empty() ? *this : *variantList.front().plan;
+  }
+  /// A plan set's variants (then `plan` is empty).
+  std::vector<Variant> variantList;
 
   backends::PlanFile plan;
   /// Per rank, per op: the ops it must wait for when a host transport runs

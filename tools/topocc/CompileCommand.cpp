@@ -16,14 +16,15 @@
 #include "backends/MscclTarget.h"
 #include "backends/MscclXml.h"
 #include "backends/MscclXmlImport.h"
+#include "backends/NcclGraphRings.h"
 #include "backends/PlanJson.h"
 #include "backends/ServedSizes.h"
 #include "backends/TopologyHash.h"
-#include "backends/NcclGraphRings.h"
+#include "compiler/Pipeline.h"
+#include "compiler/SizeWindows.h"
+#include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/Prediction.h"
-#include "compiler/Pipeline.h"
-#include "compiler/algorithms/ForestColl.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Parser.h"
@@ -34,11 +35,16 @@
 #include "CLI/CLI.hpp"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 #include <chrono>
-#include <memory>
+#include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 
 namespace topocc::driver {
@@ -62,6 +68,9 @@ struct CompileOptions {
   int seam = 0;
   bool explain = false;
   std::string size = "64M";
+  bool sizeGiven = false; ///< --size was on the command line
+  /// --sizes MIN:MAX: one schedule per size window (compileSizeWindows).
+  std::string sizes;
   bool inplace = false;
   bool outofplace = false;
   std::string proto = "Simple";
@@ -151,11 +160,12 @@ llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
   return xml->xml;
 }
 
-/// The text to write for `s` in the requested form.
-llvm::Expected<std::string> render(const ir::Schedule &s,
-                                   ir::OutputFormat emit,
+/// The text to write for `s` in the requested form; MSCCL XML with the
+/// selection window `window` (none: every size).
+llvm::Expected<std::string> render(const ir::Schedule &s, ir::OutputFormat emit,
                                    const CompileOptions &opts,
-                                   const backends::PlanMeta &meta) {
+                                   const backends::PlanMeta &meta,
+                                   backends::PlanWindow window = {}) {
   if (emit == ir::OutputFormat::Ir)
     return ir::scheduleToString(s);
   if (emit == ir::OutputFormat::Plan)
@@ -163,36 +173,55 @@ llvm::Expected<std::string> render(const ir::Schedule &s,
   backends::MscclXmlOptions xml;
   xml.proto = opts.proto;
   xml.maxSteps = opts.maxSteps;
+  xml.minBytes = window.minBytes;
+  xml.maxBytes = window.maxBytes;
   return backends::mscclXmlToString(s, xml);
 }
 
+/// The prediction at each of `sizes` of the file `s` is written as
+/// (`text`, the rendered file, named `fileName`): MSCCL XML is imported
+/// back, so that the numbers are the simulated times of what the file says
+/// (Prediction.h).
+llvm::Expected<std::vector<analysis::Prediction>>
+predictFile(const topo::Topology &t, const ir::Schedule &s,
+            ir::OutputFormat emit, llvm::StringRef text,
+            llvm::StringRef fileName, llvm::ArrayRef<double> sizes) {
+  std::optional<ir::Schedule> imported;
+  if (emit == ir::OutputFormat::MscclXml) {
+    auto back = backends::importMscclXml(text, fileName);
+    if (!back)
+      return back.takeError();
+    imported = std::move(*back);
+  }
+  std::vector<analysis::Prediction> out;
+  for (double bytes : sizes) {
+    auto p = analysis::predictSchedule(t, imported ? *imported : s, bytes);
+    if (!p)
+      return p.takeError();
+    out.push_back(std::move(*p));
+  }
+  return out;
+}
+
 /// "  predicted at 64 MiB (runtime model): ..." for the file `s` is written
-/// as (`text`, the rendered file): MSCCL XML is imported back, so that the
-/// number is the simulated time of what the file says (Prediction.h).
+/// as (predictFile).
 llvm::Expected<std::string> predictionFor(const topo::Topology &t,
                                           const ir::Schedule &s,
                                           ir::OutputFormat emit,
                                           llvm::StringRef text,
                                           const CompileOptions &opts,
                                           double bytes) {
-  std::optional<ir::Schedule> imported;
-  if (emit == ir::OutputFormat::MscclXml) {
-    auto back = backends::importMscclXml(text, opts.output);
-    if (!back)
-      return back.takeError();
-    imported = std::move(*back);
-  }
-  auto p = analysis::predictSchedule(t, imported ? *imported : s, bytes);
+  auto p = predictFile(t, s, emit, text, opts.output, {bytes});
   if (!p)
     return p.takeError();
-  return "  predicted at " + sizeText(bytes) + " (runtime model): " +
-         analysis::predictionText(*p) + "\n";
+  return "  predicted at " + sizeText(bytes) +
+         " (runtime model): " + analysis::predictionText(p->front()) + "\n";
 }
 
-/// "wrote FILE: ring allreduce, 4 ranks, 1 channel, 4 threadblocks (1 per
-/// rank), 28 steps (at most 7 per threadblock), nchunksperloop 4"
-std::string summary(const ir::Schedule &s, const CompileOptions &opts,
-                    llvm::StringRef algorithm, const ir::TargetLimits &target) {
+/// "ring allreduce, 4 ranks, 1 channel, 4 threadblocks (1 per rank), 28
+/// steps (at most 7 per threadblock), nchunksperloop 4"
+std::string scheduleSummary(const ir::Schedule &s, llvm::StringRef algorithm,
+                            const ir::TargetLimits &target) {
   size_t threadblocks = 0, steps = 0, maxTbs = 0, maxSteps = 0;
   for (const ir::RankProgram &rp : s.ranks) {
     std::map<ir::TbId, size_t> perTb;
@@ -204,17 +233,395 @@ std::string summary(const ir::Schedule &s, const CompileOptions &opts,
       maxSteps = std::max(maxSteps, n);
     steps += rp.ops.size();
   }
-  return llvm::formatv("wrote {0}: {1} {2}, {3} ranks, {4} channel{5}, {6} "
-                       "threadblocks ({7} per rank at most), {8} steps ({9} "
-                       "per threadblock at most), nchunksperloop {10}{11}\n",
-                       opts.output, algorithm,
-                       ir::collectiveName(s.collective), s.numRanks,
+  return llvm::formatv("{0} {1}, {2} ranks, {3} channel{4}, {5} "
+                       "threadblocks ({6} per rank at most), {7} steps ({8} "
+                       "per threadblock at most), nchunksperloop {9}{10}",
+                       algorithm, ir::collectiveName(s.collective), s.numRanks,
                        s.numChannels, s.numChannels == 1 ? "" : "s",
                        threadblocks, maxTbs, steps, maxSteps, s.chunksPerLoop,
                        target.format == ir::OutputFormat::MscclXml
                            ? "; for " + backends::describeMscclTarget(target)
                            : std::string())
       .str();
+}
+
+/// "wrote FILE: " and scheduleSummary.
+std::string summary(const ir::Schedule &s, const CompileOptions &opts,
+                    llvm::StringRef algorithm, const ir::TargetLimits &target) {
+  return "wrote " + opts.output + ": " + scheduleSummary(s, algorithm, target) +
+         "\n";
+}
+
+/// "  auto chose ring --channels 2" (auto's choice beyond the algorithm's
+/// defaults, when there is one) and "  ring: SUMMARY; channels: 0,1,2,3 (1
+/// chunk)", each with its newline. `compact`: a run of equal channels once,
+/// with its count ("0,1,2,3 (1 chunk) x 32").
+std::string choiceLines(const CompileResult &plan, bool compact = false) {
+  std::string line =
+      "  " + algorithmName(plan.algorithm).str() + ": " + plan.summary;
+  if (!plan.rings.empty()) {
+    std::vector<std::string> chans;
+    std::string last; ///< chans.back() without its count
+    size_t run = 0;   ///< equal channels in a row so far
+    for (const ChannelRing &cr : plan.rings) {
+      std::vector<std::string> order;
+      for (ir::RankId r : cr.order)
+        order.push_back(std::to_string(r));
+      std::string chan = llvm::join(order, ",") + " (" +
+                         std::to_string(cr.chunks) + " chunk" +
+                         (cr.chunks == 1 ? "" : "s") + ")";
+      if (compact && !chans.empty() && chan == last) {
+        chans.back() = chan + " x " + std::to_string(++run);
+        continue;
+      }
+      chans.push_back(chan);
+      last = std::move(chan);
+      run = 1;
+    }
+    line += "; channels: " + llvm::join(chans, "; ");
+  }
+  line += "\n";
+  if (!plan.chosenFlags.empty())
+    line = "  auto chose " + algorithmName(plan.algorithm).str() + " " +
+           plan.chosenFlags + "\n" + line;
+  return line;
+}
+
+//===-- --sizes MIN:MAX: one schedule per size window ---------------------===//
+
+/// --sizes MIN:MAX (each a size as --size reads it, in whole bytes).
+llvm::Expected<std::pair<int64_t, int64_t>>
+parseSizeWindowRange(llvm::StringRef text) {
+  llvm::SmallVector<llvm::StringRef, 3> parts;
+  text.split(parts, ':');
+  if (parts.size() != 2)
+    return makeUserError("invalid --sizes '" + text +
+                         "' (expected MIN:MAX, e.g. 1K:64M: one schedule per "
+                         "window of sizes from MIN to MAX)");
+  int64_t bounds[2];
+  for (int i = 0; i < 2; ++i) {
+    auto b = parseByteSize(parts[i], "--sizes");
+    if (!b)
+      return b.takeError();
+    if (*b != std::floor(*b) || *b >= 9.0e18)
+      return makeUserError("invalid --sizes '" + text +
+                           "': " + (i ? "MAX" : "MIN") + " " + parts[i] +
+                           " is not a whole number of bytes");
+    bounds[i] = static_cast<int64_t>(*b);
+  }
+  if (bounds[0] > bounds[1])
+    return makeUserError(llvm::formatv(
+        "invalid --sizes '{0}': MIN ({1}) is larger than MAX ({2})", text,
+        sizeText(double(bounds[0])), sizeText(double(bounds[1]))));
+  return std::make_pair(bounds[0], bounds[1]);
+}
+
+/// "1K", "64M", "3000": a size as a file name part.
+std::string sizeName(int64_t b) {
+  const struct {
+    int64_t scale;
+    const char *unit;
+  } units[] = {{int64_t(1) << 40, "T"},
+               {int64_t(1) << 30, "G"},
+               {int64_t(1) << 20, "M"},
+               {int64_t(1) << 10, "K"}};
+  for (const auto &u : units)
+    if (b >= u.scale && b % u.scale == 0)
+      return std::to_string(b / u.scale) + u.unit;
+  return std::to_string(b);
+}
+
+/// One window as rendered and predicted, before anything is written.
+struct RenderedWindow {
+  SizeWindow window;
+  std::string file; ///< MSCCL XML: the file name inside the directory
+  std::string text; ///< MSCCL XML: the file's text
+  std::vector<analysis::Prediction> predictions; ///< one per sample
+};
+
+/// "  predicted (runtime model; % of the bound): 1 KiB 0.014 ms
+/// busbw 0.13 GB/s (0.1%); 2 KiB ..."
+std::string windowPredictionLine(const RenderedWindow &w) {
+  std::vector<std::string> parts;
+  for (const analysis::Prediction &p : w.predictions) {
+    std::string part =
+        llvm::formatv("{0} {1:F3} ms busbw {2:F2} GB/s", sizeText(p.bytes),
+                      p.sim.time * 1e3, p.sim.busbw / 1e9)
+            .str();
+    if (p.bound)
+      part += llvm::formatv(" ({0:F1}%)", 100.0 * p.fractionOfBound()).str();
+    parts.push_back(std::move(part));
+  }
+  return "  predicted (runtime model; % of the bound): " +
+         llvm::join(parts, "; ") + "\n";
+}
+
+/// "  window 1024 to 4095 B: auto's choice at 1 KiB, 2 KiB"
+std::string windowLine(const SizeWindow &w) {
+  std::vector<std::string> at;
+  for (int64_t b : w.samples)
+    at.push_back(sizeText(double(b)));
+  return llvm::formatv("  window {0} to {1} B: auto's choice at {2}\n",
+                       w.minBytes, w.maxBytes, llvm::join(at, ", "))
+      .str();
+}
+
+/// The index of a window set (DIR/index/STEM.json).
+std::string windowIndexJson(const topo::Topology &t, const CompileOptions &opts,
+                            int64_t minBytes, int64_t maxBytes,
+                            const ir::TargetLimits &target,
+                            llvm::ArrayRef<RenderedWindow> windows) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream j(os, 2);
+  j.object([&] {
+    j.attribute("generator", std::string("topocc ") + TOPOCC_VERSION);
+    j.attribute("topology", t.name());
+    j.attribute("collective", opts.collective);
+    j.attribute("inplace", opts.inplace);
+    j.attribute("target", backends::describeMscclTarget(target));
+    j.attribute("minBytes", minBytes);
+    j.attribute("maxBytes", maxBytes);
+    j.attribute("bounds", "minBytes and maxBytes inclusive, as the MSCCL "
+                          "runtimes compare nBytes (nccl-tests' size)");
+    j.attributeArray("windows", [&] {
+      for (const RenderedWindow &w : windows) {
+        const ir::Schedule &s = w.window.result.schedule;
+        backends::ServedSizes served =
+            backends::servedSizes(s, w.window.minBytes, w.window.maxBytes);
+        j.object([&] {
+          j.attribute("file", w.file);
+          j.attribute("minBytes", w.window.minBytes);
+          j.attribute("maxBytes", w.window.maxBytes);
+          j.attribute("algorithm", algorithmName(w.window.result.algorithm));
+          j.attribute("flags", w.window.result.chosenFlags);
+          j.attribute("nchunksperloop", s.chunksPerLoop);
+          j.attributeObject("serves", [&] {
+            j.attribute("elementMultiple", served.elementMultiple);
+            j.attribute("powersOfTwo", served.powersOfTwo());
+            j.attribute("text", backends::describeServedSizes(served));
+          });
+          j.attributeArray("predicted", [&] {
+            for (const analysis::Prediction &p : w.predictions)
+              j.object([&] {
+                j.attribute("bytes", static_cast<int64_t>(p.bytes));
+                j.attribute("timeSeconds", p.sim.time);
+                j.attribute("algbwGBps", p.sim.algbw / 1e9);
+                j.attribute("busbwGBps", p.sim.busbw / 1e9);
+                if (p.bound)
+                  j.attribute("fractionOfBound", p.fractionOfBound());
+              });
+          });
+        });
+      }
+    });
+  });
+  os << "\n";
+  return os.str();
+}
+
+/// Whether `name` is a window file of the set named `stem` ("NN-STEM-...",
+/// STEM the collective and "-inplace" for in-place sets).
+bool isWindowFileOf(llvm::StringRef name, llvm::StringRef stem) {
+  llvm::StringRef rest = name.drop_while(llvm::isDigit);
+  if (rest.size() == name.size() || !rest.consume_front("-") ||
+      !name.endswith(".xml") || !rest.startswith((stem + "-").str()))
+    return false;
+  // "allreduce-" also starts the in-place set's names.
+  return stem.endswith("-inplace") ||
+         !rest.startswith((stem + "-inplace-").str());
+}
+
+/// -o DIR for --sizes: created when missing; user error when it is not a
+/// directory or holds window files of the set `stem` other than `ours`
+/// (both runtimes read every regular file of MSCCL_ALGO_DIR, so a stale
+/// window of an earlier run would overlap these). Other sets' files (other
+/// collectives, the other in-place mode) never match the same call and stay.
+llvm::Error prepareWindowDirectory(llvm::StringRef dir, llvm::StringRef stem,
+                                   llvm::ArrayRef<std::string> ours) {
+  namespace fs = llvm::sys::fs;
+  if (!fs::exists(dir)) {
+    if (std::error_code ec = fs::create_directories(dir))
+      return makeUserError("cannot create directory '" + dir +
+                           "': " + ec.message());
+    return llvm::Error::success();
+  }
+  if (!fs::is_directory(dir))
+    return makeUserError("--sizes writes a directory of MSCCL XML files, but "
+                         "-o " +
+                         dir + " exists and is not a directory");
+  std::vector<std::string> stale;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = llvm::sys::path::filename(it->path()).str();
+    if (it->type() != fs::file_type::directory_file &&
+        isWindowFileOf(name, stem) && !llvm::is_contained(ours, name))
+      stale.push_back(name);
+  }
+  if (ec)
+    return makeUserError("cannot list directory '" + dir +
+                         "': " + ec.message());
+  if (!stale.empty()) {
+    llvm::sort(stale);
+    return makeUserError(
+        "-o " + dir + " holds other " + stem + " window files (" +
+        llvm::join(stale, ", ") +
+        "); MSCCL reads every file of MSCCL_ALGO_DIR, so they would be "
+        "selected beside these windows: remove them or choose another "
+        "directory");
+  }
+  return llvm::Error::success();
+}
+
+/// compile --sizes MIN:MAX: auto at every sampled size, one verified
+/// schedule per window; MSCCL XML: a directory with one file per window
+/// and index/STEM.json (STEM: the collective, "-inplace" when in place);
+/// plan: one plan set.
+llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
+                         const CompileOptions &opts, ir::OutputFormat emit,
+                         backends::PlanMeta meta) {
+  auto range = parseSizeWindowRange(opts.sizes);
+  if (!range)
+    return range.takeError();
+  const bool xml = emit == ir::OutputFormat::MscclXml;
+  // Progress only where someone watches (as whatif does).
+  const bool showProgress = llvm::sys::Process::StandardErrIsDisplayed();
+  SizeWindowProgress progress;
+  if (showProgress)
+    progress = [](size_t i, size_t n, int64_t bytes) {
+      llvm::errs() << llvm::formatv("\rcompile --sizes: {0}/{1} ({2})   ",
+                                    i + 1, n, sizeText(double(bytes)));
+    };
+  auto windows =
+      compileSizeWindows(t, req, range->first, range->second, xml, progress);
+  if (showProgress)
+    llvm::errs() << "\r" << std::string(60, ' ') << "\r";
+  if (!windows)
+    return windows.takeError();
+  const size_t width =
+      std::max<size_t>(2, std::to_string(windows->size() - 1).size());
+  // The set's name: files NN-STEM-ALGORITHM-FIRST-LAST.xml, index
+  // index/STEM.json.
+  const std::string stem = ir::collectiveName(req.collective).str() +
+                           (opts.inplace ? "-inplace" : "");
+  std::vector<RenderedWindow> rendered;
+  for (size_t i = 0; i < windows->size(); ++i) {
+    RenderedWindow w;
+    w.window = std::move((*windows)[i]);
+    ir::Schedule &s = w.window.result.schedule;
+    const std::string algo = algorithmName(w.window.result.algorithm).str();
+    s.name =
+        llvm::formatv("{0}_{1}_{2}_{3}_w{4}", t.name(), algo, opts.collective,
+                      opts.inplace ? "inplace" : "outofplace", i)
+            .str();
+    std::string index = std::to_string(i);
+    std::string range = sizeName(w.window.samples.front());
+    if (w.window.samples.size() > 1)
+      range += "-" + sizeName(w.window.samples.back());
+    w.file = std::string(width - index.size(), '0') + index + "-" + stem + "-" +
+             algo + "-" + range + ".xml";
+    std::vector<double> sizes(w.window.samples.begin(), w.window.samples.end());
+    if (xml) {
+      auto text =
+          render(s, emit, opts, meta, {w.window.minBytes, w.window.maxBytes});
+      if (!text)
+        return text.takeError();
+      w.text = std::move(*text);
+    }
+    auto predicted = predictFile(t, s, emit, w.text, w.file, sizes);
+    if (!predicted)
+      return predicted.takeError();
+    w.predictions = std::move(*predicted);
+    rendered.push_back(std::move(w));
+  }
+
+  std::string report;
+  auto windowReport = [&](const RenderedWindow &w) {
+    report += windowLine(w.window);
+    if (xml)
+      report +=
+          "  serves: " +
+          backends::describeServedSizes(backends::servedSizes(
+              w.window.result.schedule, w.window.minBytes, w.window.maxBytes)) +
+          "\n";
+    report += choiceLines(w.window.result, /*compact=*/true) +
+              windowPredictionLine(w);
+    if (opts.explain)
+      for (const std::string &line : w.window.result.explain)
+        report += line + "\n";
+  };
+  if (xml) {
+    std::vector<std::string> names;
+    for (const RenderedWindow &w : rendered)
+      names.push_back(w.file);
+    if (auto err = prepareWindowDirectory(opts.output, stem, names))
+      return err;
+    for (const RenderedWindow &w : rendered) {
+      llvm::SmallString<256> path(opts.output);
+      llvm::sys::path::append(path, w.file);
+      if (auto err = writeOutputFile(path, w.text))
+        return err;
+      report += "wrote " + path.str().str() + ": " +
+                scheduleSummary(w.window.result.schedule,
+                                algorithmName(w.window.result.algorithm),
+                                req.target) +
+                "\n";
+      windowReport(w);
+    }
+    // The index lives in a subdirectory: the runtimes read every regular
+    // file of MSCCL_ALGO_DIR as an algorithm but skip directories.
+    llvm::SmallString<256> indexDir(opts.output);
+    llvm::sys::path::append(indexDir, "index");
+    if (std::error_code ec = llvm::sys::fs::create_directories(indexDir))
+      return makeUserError("cannot create directory '" + indexDir +
+                           "': " + ec.message());
+    llvm::SmallString<256> indexPath(indexDir);
+    llvm::sys::path::append(indexPath, stem + ".json");
+    if (auto err = writeOutputFile(
+            indexPath, windowIndexJson(t, opts, range->first, range->second,
+                                       req.target, rendered)))
+      return err;
+    report += llvm::formatv("wrote {0}: {1} window{2} tiling {3} to {4} B; "
+                            "install with export MSCCL_ALGO_DIR={5}\n",
+                            indexPath, rendered.size(),
+                            rendered.size() == 1 ? "" : "s", range->first,
+                            range->second, opts.output)
+                  .str();
+  } else {
+    std::vector<backends::PlanWindow> planWindows;
+    std::vector<const ir::Schedule *> schedules;
+    std::vector<backends::PlanMeta> metas;
+    for (const RenderedWindow &w : rendered) {
+      planWindows.push_back({w.window.minBytes, w.window.maxBytes});
+      schedules.push_back(&w.window.result.schedule);
+      backends::PlanMeta m = meta;
+      m.algorithm = algorithmName(w.window.result.algorithm).str();
+      m.errorBound = w.window.result.codedError;
+      m.roundoffGain = w.window.result.codedRoundoffGain;
+      metas.push_back(std::move(m));
+    }
+    auto text = backends::planSetToJson(planWindows, schedules, metas);
+    if (!text)
+      return text.takeError();
+    if (auto err = writeOutputFile(opts.output, *text))
+      return err;
+    report += llvm::formatv("wrote {0}: plan set of {1} variant{2} tiling {3} "
+                            "to {4} B\n",
+                            opts.output, rendered.size(),
+                            rendered.size() == 1 ? "" : "s", range->first,
+                            range->second)
+                  .str();
+    for (size_t i = 0; i < rendered.size(); ++i) {
+      report += llvm::formatv("variant {0}: ", i).str() +
+                scheduleSummary(rendered[i].window.result.schedule,
+                                metas[i].algorithm, req.target) +
+                "\n";
+      windowReport(rendered[i]);
+    }
+  }
+  llvm::outs() << report;
+  return llvm::Error::success();
 }
 
 llvm::Error runCompile(const CompileOptions &given) {
@@ -232,6 +639,25 @@ llvm::Error runCompile(const CompileOptions &given) {
   auto emit = ir::parseOutputFormat(opts.emit);
   if (!emit)
     return emit.takeError();
+  if (!opts.sizes.empty()) {
+    if (!opts.runPass.empty() || opts.topology.empty())
+      return makeUserError("--sizes compiles a topology (not --run-pass)");
+    if (opts.sizeGiven)
+      return makeUserError("--size and --sizes exclude each other: --sizes "
+                           "MIN:MAX runs auto at every power of two from MIN "
+                           "to MAX");
+    if (*emit != ir::OutputFormat::MscclXml && *emit != ir::OutputFormat::Plan)
+      return makeUserError(
+          "--sizes writes MSCCL XML (a directory, one file "
+          "per window) or a plan set (--emit plan), not --emit " +
+          opts.emit);
+    if (opts.algorithm != "auto" || !opts.ring.empty())
+      return makeUserError("--sizes chooses the algorithm at every size "
+                           "(--algorithm auto); drop --algorithm and --ring");
+    if (opts.output == "-")
+      return makeUserError("--sizes writes files: -o DIR (MSCCL XML) or -o "
+                           "FILE.json (--emit plan), not '-'");
+  }
   if (opts.inplace && opts.outofplace)
     return makeUserError("--inplace and --outofplace exclude each other");
   CompileRequest req;
@@ -346,6 +772,8 @@ llvm::Error runCompile(const CompileOptions &given) {
         llvm::formatv("{0}_{1}_{2}_{3}", topo->name(), opts.algorithm,
                       opts.collective, opts.inplace ? "inplace" : "outofplace")
             .str();
+    if (!opts.sizes.empty())
+      return compileSizes(*topo, req, opts, *emit, meta);
     auto plan = compile(*topo, req, log);
     if (!plan) {
       log.printTimings(llvm::errs());
@@ -370,23 +798,7 @@ llvm::Error runCompile(const CompileOptions &given) {
       text = std::move(*xml);
       ncclChannels = plan->rings.size();
     }
-    ringsLine = "  " + algorithmName(plan->algorithm).str() + ": " + plan->summary;
-    if (!plan->rings.empty()) {
-      std::vector<std::string> chans;
-      for (const ChannelRing &cr : plan->rings) {
-        std::vector<std::string> order;
-        for (ir::RankId r : cr.order)
-          order.push_back(std::to_string(r));
-        chans.push_back(llvm::join(order, ",") + " (" +
-                        std::to_string(cr.chunks) + " chunk" +
-                        (cr.chunks == 1 ? "" : "s") + ")");
-      }
-      ringsLine += "; channels: " + llvm::join(chans, "; ");
-    }
-    ringsLine += "\n";
-    if (!plan->chosenFlags.empty())
-      ringsLine = "  auto chose " + algorithmName(plan->algorithm).str() + " " +
-                  plan->chosenFlags + "\n" + ringsLine;
+    ringsLine = choiceLines(*plan);
     result = std::move(plan->schedule);
     // auto's file is named after the algorithm it chose.
     if (opts.algorithm == "auto")
@@ -480,6 +892,12 @@ void registerCompileCommand(CLI::App &app) {
                   "Message size the rings are chosen for (K/M/G/T are "
                   "powers of 1024; docs/CLI.md, Sizes)")
       ->capture_default_str();
+  cmd->add_option("--sizes", opts->sizes,
+                  "MIN:MAX: auto at every power of two from MIN to MAX (and "
+                  "MIN, MAX), one schedule per window of sizes with the same "
+                  "choice; MSCCL XML: -o is a directory (one file per "
+                  "window, index/COLLECTIVE.json), plan: a plan set "
+                  "(docs/CLI.md, compile)");
   cmd->add_option("--chunks", opts->chunks,
                   "Chunks per rank per channel (pipelining); trees: pieces "
                   "per tree")
@@ -525,7 +943,9 @@ void registerCompileCommand(CLI::App &app) {
                   "Apply this named scenario of the topology first");
   cmd->add_option("--emit", opts->emit, "Output: msccl-xml, ir, nccl-graph or plan (topocc runtime)")
       ->capture_default_str();
-  cmd->add_option("-o,--output", opts->output, "Output file ('-' for stdout)")
+  cmd->add_option("-o,--output", opts->output,
+                  "Output file ('-' for stdout); with --sizes and MSCCL XML "
+                  "a directory")
       ->required();
   cmd->add_flag("--print-after-all", opts->printAfterAll,
                 "Print the IR after every pass to stderr");
@@ -538,7 +958,10 @@ void registerCompileCommand(CLI::App &app) {
                       ") on --input-ir");
   cmd->add_option("--input-ir", opts->inputIr,
                   "Textual schedule IR for --run-pass");
-  cmd->callback([opts] { finishCommand(runCompile(*opts)); });
+  cmd->callback([opts, cmd] {
+    opts->sizeGiven = cmd->count("--size") > 0;
+    finishCommand(runCompile(*opts));
+  });
 }
 
 } // namespace topocc::driver

@@ -111,6 +111,15 @@ TEST(ServedSizesTest, Window) {
   EXPECT_EQ(describeServedSizes(odd),
             "multiples of 96 B (fp32), 48 B (fp16/bf16), 24 B (int8), 192 B "
             "(fp64) from 1 KiB to 1 MiB; no power of two");
+  // A window that holds no power of two (compile --sizes 1M:3M's last
+  // window is [3 MiB, 3 MiB]): its multiples.
+  ServedSizes three =
+      servedSizes(ir::Collective::AllReduce, 8, 32, 3 << 20, 3 << 20);
+  EXPECT_TRUE(three.powersOfTwo());
+  EXPECT_TRUE(three.serves(3 << 20, 4));
+  EXPECT_EQ(describeServedSizes(three),
+            "multiples of 128 B (fp32), 64 B (fp16/bf16), 32 B (int8), 256 B "
+            "(fp64) from 3 MiB to 3 MiB; no power of two");
 }
 
 TEST(ServedSizesTest, FromASchedule) {
