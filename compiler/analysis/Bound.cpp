@@ -230,56 +230,15 @@ std::string Fraction::str() const {
   return std::to_string(num) + "/" + std::to_string(den);
 }
 
-llvm::Expected<BoundGraph> buildBoundGraph(const topo::Topology &t,
-                                           CapacityKind kind) {
-  BoundGraph g;
-  g.numVertices = static_cast<int>(t.devices().size());
-  for (int r = 0; r < t.numRanks(); ++r)
-    g.compute.push_back(t.rankDevice(r));
-  for (const topo::Device &d : t.devices())
-    g.names.push_back(d.name);
-  if (g.compute.size() < 2)
-    return makeUserError(llvm::formatv("the bound needs at least 2 GPUs; "
-                                       "the topology has {0}",
-                                       g.compute.size()));
-  DiagnosticList diags;
-  std::vector<int64_t> caps;
-  for (size_t li = 0; li < t.links().size(); ++li) {
-    const topo::Link &l = t.link(static_cast<int>(li));
-    std::string name = t.device(l.from).name + " -- " + t.device(l.to).name;
-    if (l.duplex == topo::Duplex::Half) {
-      diags.add(t.diag(l.loc, "link " + name +
-                                  " is half duplex; the cut bound needs "
-                                  "independent bandwidth per direction"));
-      continue;
-    }
-    if (l.from == l.to)
-      continue;
-    for (int dir = 0; dir < 2; ++dir) {
-      double c = kind == CapacityKind::Raw ? l.capacity(dir)
-                                           : l.effectiveCapacity(dir);
-      double rounded = std::round(c);
-      if (!(c >= 1) || !(rounded < 9.0e18) ||
-          std::fabs(c - rounded) > 1e-9 * c) {
-        diags.add(t.diag(
-            l.loc, llvm::formatv("link {0}: capacity {1} bytes/s is not a "
-                                 "whole number of bytes/s; the exact bound "
-                                 "needs integral capacities",
-                                 name, c)
-                       .str()));
-        continue;
-      }
-      BoundGraph::Arc a;
-      a.from = dir == 0 ? l.from : l.to;
-      a.to = dir == 0 ? l.to : l.from;
-      a.cap = static_cast<int64_t>(rounded);
-      a.link = static_cast<int>(li);
-      a.dir = dir;
-      g.arcs.push_back(a);
-    }
-  }
-  if (auto err = diags.takeError())
-    return err;
+std::optional<int64_t> integralCapacity(double bytesPerSec) {
+  double rounded = std::round(bytesPerSec);
+  if (!(bytesPerSec >= 1) || !(rounded < 9.0e18) ||
+      std::fabs(bytesPerSec - rounded) > 1e-9 * bytesPerSec)
+    return std::nullopt;
+  return static_cast<int64_t>(rounded);
+}
+
+llvm::Error finishBoundGraph(BoundGraph &g, const topo::Topology &t) {
   int64_t quantum = 0;
   for (const BoundGraph::Arc &a : g.arcs)
     quantum = std::gcd(quantum, a.cap);
@@ -332,6 +291,60 @@ llvm::Expected<BoundGraph> buildBoundGraph(const topo::Topology &t,
           rev ? t.rankName(r) : t.rankName(0),
           rev ? t.rankName(0) : t.rankName(r)));
   }
+  return llvm::Error::success();
+}
+
+llvm::Expected<BoundGraph> buildBoundGraph(const topo::Topology &t,
+                                           CapacityKind kind) {
+  BoundGraph g;
+  g.numVertices = static_cast<int>(t.devices().size());
+  for (int r = 0; r < t.numRanks(); ++r)
+    g.compute.push_back(t.rankDevice(r));
+  for (const topo::Device &d : t.devices())
+    g.names.push_back(d.name);
+  if (g.compute.size() < 2)
+    return makeUserError(llvm::formatv("the bound needs at least 2 GPUs; "
+                                       "the topology has {0}",
+                                       g.compute.size()));
+  DiagnosticList diags;
+  std::vector<int64_t> caps;
+  for (size_t li = 0; li < t.links().size(); ++li) {
+    const topo::Link &l = t.link(static_cast<int>(li));
+    std::string name = t.device(l.from).name + " -- " + t.device(l.to).name;
+    if (l.duplex == topo::Duplex::Half) {
+      diags.add(t.diag(l.loc, "link " + name +
+                                  " is half duplex; the cut bound needs "
+                                  "independent bandwidth per direction"));
+      continue;
+    }
+    if (l.from == l.to)
+      continue;
+    for (int dir = 0; dir < 2; ++dir) {
+      double c = kind == CapacityKind::Raw ? l.capacity(dir)
+                                           : l.effectiveCapacity(dir);
+      std::optional<int64_t> whole = integralCapacity(c);
+      if (!whole) {
+        diags.add(t.diag(
+            l.loc, llvm::formatv("link {0}: capacity {1} bytes/s is not a "
+                                 "whole number of bytes/s; the exact bound "
+                                 "needs integral capacities",
+                                 name, c)
+                       .str()));
+        continue;
+      }
+      BoundGraph::Arc a;
+      a.from = dir == 0 ? l.from : l.to;
+      a.to = dir == 0 ? l.to : l.from;
+      a.cap = *whole;
+      a.link = static_cast<int>(li);
+      a.dir = dir;
+      g.arcs.push_back(a);
+    }
+  }
+  if (auto err = diags.takeError())
+    return err;
+  if (auto err = finishBoundGraph(g, t))
+    return err;
   return g;
 }
 
@@ -459,8 +472,12 @@ llvm::Expected<BoundResult> computeBound(const topo::Topology &t,
   auto g = buildBoundGraph(t, kind);
   if (!g)
     return g.takeError();
+  return computeBoundOn(std::move(*g));
+}
+
+llvm::Expected<BoundResult> computeBoundOn(BoundGraph g) {
   BoundResult res;
-  res.graph = std::move(*g);
+  res.graph = std::move(g);
   auto ag = dinkelbachBound(res.graph, /*reversed=*/false);
   if (!ag)
     return ag.takeError();

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,16 @@ enum class CapacityKind { Raw, Effective };
 /// "raw" or "effective" (the --capacity option); user error otherwise.
 llvm::Expected<CapacityKind> parseCapacityKind(llvm::StringRef text);
 
+/// `bytesPerSec` as a whole number of bytes/s, or nullopt when it is below
+/// 1, too large or more than 1e-9 relative away from a whole number.
+std::optional<int64_t> integralCapacity(double bytesPerSec);
+
+/// Divides the capacities of `g` (bytes/s) by their gcd (setting
+/// quantumBytesPerSec) and checks what dinkelbachBound requires: the sum
+/// of capacities small enough for exact arithmetic and every compute vertex
+/// reaching every other (user errors naming `t`'s ranks).
+llvm::Error finishBoundGraph(BoundGraph &g, const topo::Topology &t);
+
 /// Builds the integer digraph of `t`: one vertex per device, two arcs per
 /// link (count x bandwidth per direction, x efficiency for Effective).
 /// User errors: half-duplex links, a capacity that is not a whole number of
@@ -174,6 +185,8 @@ struct BoundResult {
 /// Both directions for `t`.
 llvm::Expected<BoundResult> computeBound(const topo::Topology &t,
                                          CapacityKind kind = CapacityKind::Raw);
+/// Both directions on a finished graph (finishBoundGraph).
+llvm::Expected<BoundResult> computeBoundOn(BoundGraph g);
 
 /// The bound as nccl-tests numbers at `bytes` (M: AG output, RS input, AR
 /// buffer): time = (M/N) lambda, algbw = M/time, busbw = algbw (N-1)/N

@@ -99,6 +99,12 @@ NcclNetRoutes::NcclNetRoutes(const topo::Topology &t) {
   }
 }
 
+int NcclNetRoutes::period(int rank) const {
+  const RankNets &rn = perRank[rank];
+  int count = static_cast<int>(rn.nets.size());
+  return count == 0 ? 1 : (count + rn.localGpus - 1) / rn.localGpus;
+}
+
 int NcclNetRoutes::nicFor(int rank, int channel) const {
   const RankNets &rn = perRank[rank];
   int count = static_cast<int>(rn.nets.size());

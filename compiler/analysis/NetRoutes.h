@@ -29,6 +29,9 @@ public:
   /// 0 count as 0); -1 when its node has no NIC it can reach.
   int nicFor(int rank, int channel) const;
 
+  /// Channels after which nicFor(rank, .) repeats (1 without a NIC).
+  int period(int rank) const;
+
   /// The NICs nearest to `rank`'s GPU, in declaration order.
   const std::vector<int> &nearestNics(int rank) const {
     return perRank[rank].nets;

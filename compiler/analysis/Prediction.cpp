@@ -3,15 +3,35 @@
 #include "compiler/analysis/Prediction.h"
 
 #include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/RealizableGraph.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 namespace topocc::analysis {
 
+TopologyBounds computeTopologyBounds(const topo::Topology &t, SimMode mode) {
+  TopologyBounds b;
+  RealizableOptions o;
+  o.ncclNetRule = mode == SimMode::Runtime;
+  auto realizable = computeRealizableBound(t, o);
+  if (realizable)
+    b.realizable = std::move(*realizable);
+  else
+    b.error = llvm::toString(realizable.takeError());
+  auto physical = computeBound(t, CapacityKind::Effective);
+  if (physical)
+    b.physical = std::move(*physical);
+  else if (b.error.empty())
+    b.error = llvm::toString(physical.takeError());
+  else
+    llvm::consumeError(physical.takeError());
+  return b;
+}
+
 llvm::Expected<Prediction> predictSchedule(const topo::Topology &t,
                                            const ir::Schedule &s,
                                            double bytes, SimMode mode,
-                                           const BoundResult *bound) {
+                                           const TopologyBounds *bounds) {
   LinkModel m(t);
   SimOptions o;
   o.bytes = bytes;
@@ -26,16 +46,14 @@ llvm::Expected<Prediction> predictSchedule(const topo::Topology &t,
     for (const ir::Op &op : rp.ops)
       p.coded = p.coded || op.kind == ir::OpKind::LinComb;
   p.sim = std::move(*sim);
-  if (bound) {
-    p.bound = boundNumbers(*bound, s.collective, bytes);
-    return p;
-  }
-  auto b = computeBound(t, CapacityKind::Effective);
-  if (!b) {
-    p.boundError = llvm::toString(b.takeError());
-    return p;
-  }
-  p.bound = boundNumbers(*b, s.collective, bytes);
+  std::optional<TopologyBounds> own;
+  if (!bounds)
+    bounds = &own.emplace(computeTopologyBounds(t, mode));
+  if (bounds->realizable)
+    p.bound = boundNumbers(*bounds->realizable, s.collective, bytes);
+  if (bounds->physical)
+    p.physical = boundNumbers(*bounds->physical, s.collective, bytes);
+  p.boundError = bounds->error;
   return p;
 }
 
@@ -44,15 +62,22 @@ std::string predictionText(const Prediction &p) {
       llvm::formatv("{0:F3} ms, algbw {1:F2} GB/s, busbw {2:F2} GB/s",
                     p.sim.time * 1e3, p.sim.algbw / 1e9, p.sim.busbw / 1e9)
           .str();
-  if (p.bound)
-    line += llvm::formatv(", {0:F1}% of the cut bound (busbw {1:F2} GB/s{2})",
-                          100.0 * p.fractionOfBound(), p.bound->busbw / 1e9,
-                          p.coded ? ", an exact collective's: a coded "
-                                    "schedule approximates with less traffic"
-                                  : "")
+  if (p.bound) {
+    line += llvm::formatv(", {0:F1}% of the realizable bound (busbw {1:F2} "
+                          "GB/s",
+                          100.0 * p.fractionOfBound(), p.bound->busbw / 1e9)
                 .str();
-  else
-    line += " (no cut bound: " + p.boundError + ")";
+    if (p.physical)
+      line += llvm::formatv("; physical bound busbw {0:F2} GB/s",
+                            p.physical->busbw / 1e9)
+                  .str();
+    if (p.coded)
+      line += "; an exact collective's: a coded schedule approximates with "
+              "less traffic";
+    line += ")";
+  } else {
+    line += " (no bound: " + p.boundError + ")";
+  }
   return line;
 }
 

@@ -2,8 +2,9 @@
 //
 // The one number topocc promises for a schedule: its simulated time in the
 // runtime model (Simulator.h, SimMode::Runtime) at one message size, beside
-// the cut bound of the same call on the topology's effective link rates
-// (Bound.h). `compile` prints it for the file it wrote (MSCCL XML is
+// the realizable bound of the same call (RealizableGraph.h: the paths the
+// runtime gives each message, at the effective link rates the model uses)
+// and the physical cut bound on the same rates (Bound.h, every path). `compile` prints it for the file it wrote (MSCCL XML is
 // imported back first, so the number is the file's), `verify --topology`
 // prints the same number for the same file, and --algorithm auto chooses by
 // it. Stage: analysis, on any verified schedule. Never prints.
@@ -24,13 +25,28 @@
 
 namespace topocc::analysis {
 
+/// The bounds a prediction is measured against, computed once per topology
+/// and mode.
+struct TopologyBounds {
+  /// RealizableGraph.h on the routes of the mode (NCCL's NIC rule in the
+  /// runtime model).
+  std::optional<BoundResult> realizable;
+  /// Bound.h on effective rates, every path.
+  std::optional<BoundResult> physical;
+  /// Why a bound is missing (the first error).
+  std::string error;
+};
+TopologyBounds computeTopologyBounds(const topo::Topology &t, SimMode mode);
+
 struct Prediction {
   double bytes = 0;
   SimMode mode = SimMode::Runtime;
   SimResult sim;
-  /// The cut bound of the same collective and size on effective rates;
-  /// nullopt with boundError set when it could not be computed.
+  /// The realizable bound of the same collective and size; nullopt with
+  /// boundError set when it could not be computed.
   std::optional<BoundNumbers> bound;
+  /// The physical cut bound of the same call on effective rates.
+  std::optional<BoundNumbers> physical;
   std::string boundError;
   /// The schedule is coded (lincomb ops): it approximates the collective
   /// with less traffic, so it may beat the exact collective's bound.
@@ -41,17 +57,18 @@ struct Prediction {
   }
 };
 
-/// Simulates `s` on `t` at `bytes` in `mode` and computes the cut bound
-/// beside it (a bound that fails is reported in boundError, not as an
-/// error). `bound`, when given, is the topology's bound computed once by
-/// the caller. User errors as simulate().
+/// Simulates `s` on `t` at `bytes` in `mode` and puts the bounds beside it
+/// (a bound that fails is reported in boundError, not as an error).
+/// `bounds`, when given, are computeTopologyBounds(t, mode) computed once
+/// by the caller. User errors as simulate().
 llvm::Expected<Prediction>
 predictSchedule(const topo::Topology &t, const ir::Schedule &s, double bytes,
                 SimMode mode = SimMode::Runtime,
-                const BoundResult *bound = nullptr);
+                const TopologyBounds *bounds = nullptr);
 
-/// "3.204 ms, algbw 335.50 GB/s, busbw 293.56 GB/s, 92.1% of the cut
-/// bound (busbw 318.70 GB/s)".
+/// "3.204 ms, algbw 335.50 GB/s, busbw 293.56 GB/s, 92.1% of the
+/// realizable bound (busbw 318.70 GB/s; physical bound busbw 332.00
+/// GB/s)".
 std::string predictionText(const Prediction &p);
 
 } // namespace topocc::analysis

@@ -9,6 +9,7 @@
 #include "compiler/analysis/Bound.h"
 #include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/NcclModel.h"
+#include "compiler/analysis/RealizableGraph.h"
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
@@ -261,7 +262,8 @@ void addAnalysisAlgorithms(WhatIfRegistry &r) {
   r.add(std::move(nccl));
   WhatIfAlgorithm bound;
   bound.name = "bound";
-  bound.description = "the exact cut bound (reference, never the winner)";
+  bound.description = "the physical cut bound on effective rates, every "
+                      "path (reference, never the winner)";
   bound.competes = false;
   bound.make = [](const WhatIfContext &ctx)
       -> llvm::Expected<std::unique_ptr<WhatIfEvaluator>> {
@@ -270,6 +272,19 @@ void addAnalysisAlgorithms(WhatIfRegistry &r) {
         ctx.settings.collective);
   };
   r.add(std::move(bound));
+  WhatIfAlgorithm realizable;
+  realizable.name = "realizable";
+  realizable.description = "the cut bound on the paths the runtime gives "
+                           "each message (reference, never the winner)";
+  realizable.competes = false;
+  realizable.make = [](const WhatIfContext &ctx)
+      -> llvm::Expected<std::unique_ptr<WhatIfEvaluator>> {
+    RealizableOptions o;
+    o.ncclNetRule = ctx.settings.mode == SimMode::Runtime;
+    return std::make_unique<BoundEvaluator>(
+        computeRealizableBound(ctx.topology, o), ctx.settings.collective);
+  };
+  r.add(std::move(realizable));
 }
 
 llvm::Expected<std::vector<double>> parseSizes(llvm::StringRef text) {
@@ -344,9 +359,9 @@ std::string header(const WhatIfReport &r) {
   std::string s = llvm::formatv("# topocc whatif: {0}, {1}, ", r.topology,
                                 ir::collectiveName(r.settings.collective))
                       .str();
-  s += "schedules simulated ";
+  s += "schedules simulated in the ";
   s += simModeName(r.settings.mode);
-  s += llvm::formatv(" with {0} chunk{1} per rank", r.settings.chunks,
+  s += llvm::formatv(" model with {0} chunk{1} per rank", r.settings.chunks,
                      r.settings.chunks == 1 ? "" : "s")
            .str();
   if (r.settings.reduceBandwidth)

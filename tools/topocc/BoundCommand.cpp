@@ -14,6 +14,7 @@
 #include "tools/topocc/TreeOptions.h"
 
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/RealizableGraph.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "support/Diagnostics.h"
@@ -25,6 +26,7 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
 
 namespace topocc::driver {
 
@@ -52,10 +54,22 @@ double arcBytesPerSec(const analysis::BoundGraph &g, int arc) {
          static_cast<double>(g.quantumBytesPerSec);
 }
 
+/// The ends of the link direction an arc stands for: on the physical graph
+/// its own ends, on the realizable graph those of the hop it carries.
+std::pair<std::string, std::string>
+arcEnds(const topo::Topology &t, const analysis::BoundGraph &g, int arc) {
+  const analysis::BoundGraph::Arc &a = g.arcs[arc];
+  if (a.link < 0)
+    return {g.vertexName(a.from), g.vertexName(a.to)};
+  const topo::Link &l = t.link(a.link);
+  const std::string &from = t.device(l.from).name, &to = t.device(l.to).name;
+  return a.dir == 0 ? std::make_pair(from, to) : std::make_pair(to, from);
+}
+
 std::string arcName(const topo::Topology &t, const analysis::BoundGraph &g,
                     int arc) {
-  return t.device(g.arcs[arc].from).name + " -> " +
-         t.device(g.arcs[arc].to).name;
+  auto [from, to] = arcEnds(t, g, arc);
+  return from + " -> " + to;
 }
 
 llvm::json::Object numbersJson(const analysis::BoundNumbers &n) {
@@ -72,12 +86,12 @@ llvm::json::Object directionJson(const topo::Topology &t,
   for (int r : d.cut.ranks)
     ranks.push_back(r);
   for (int v : d.cut.vertices)
-    devices.push_back(t.device(v).name);
-  for (int a : d.cut.arcs)
+    devices.push_back(g.vertexName(v));
+  for (int a : d.cut.arcs) {
+    auto [from, to] = arcEnds(t, g, a);
     arcs.push_back(llvm::json::Object{
-        {"from", t.device(g.arcs[a].from).name},
-        {"to", t.device(g.arcs[a].to).name},
-        {"bytes_per_s", arcBytesPerSec(g, a)}});
+        {"from", from}, {"to", to}, {"bytes_per_s", arcBytesPerSec(g, a)}});
+  }
   llvm::json::Object o = numbersJson(n);
   o["lambda"] = d.lambda.str();
   o["lambda_s_per_gb"] = d.lambda.value();
@@ -142,6 +156,36 @@ void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
     os << "    ... and " << d.cut.arcs.size() - kShown << " more\n";
 }
 
+/// One direction of the realizable bound: the numbers, the share of the
+/// physical bound and the link directions of its cut.
+void printRealizable(llvm::raw_ostream &os, const topo::Topology &t,
+                     const analysis::BoundResult &r, llvm::StringRef name,
+                     const analysis::DirectionalBound *d,
+                     const analysis::BoundNumbers &n,
+                     const analysis::BoundNumbers &physical,
+                     llvm::StringRef capacity) {
+  os << llvm::formatv("  {0}: time {1}  algbw {2:F2} GB/s  busbw {3:F2} "
+                      "GB/s, {4:F1}% of the physical bound on {5} rates\n",
+                      name, timeText(n.time), n.algbw / 1e9, n.busbw / 1e9,
+                      100.0 * physical.time / n.time, capacity);
+  if (!d)
+    return;
+  const analysis::BoundGraph &g = r.graph;
+  os << llvm::formatv("    argmax cut: {0} of {1} GPUs inside (ranks {2}); "
+                      "the runtime's routes cross it on {3} GB/s:\n",
+                      d->cut.ranks.size(), r.numRanks(),
+                      rankRanges(d->cut.ranks),
+                      plainNumber(static_cast<double>(d->cut.capacity) *
+                                  static_cast<double>(g.quantumBytesPerSec) /
+                                  1e9));
+  const size_t kShown = 8;
+  for (size_t i = 0; i < d->cut.arcs.size() && i < kShown; ++i)
+    os << "      " << arcName(t, g, d->cut.arcs[i]) << "  "
+       << plainNumber(arcBytesPerSec(g, d->cut.arcs[i]) / 1e9) << " GB/s\n";
+  if (d->cut.arcs.size() > kShown)
+    os << "      ... and " << d->cut.arcs.size() - kShown << " more\n";
+}
+
 llvm::Error runBound(const GraphOptions &opts) {
   auto input = loadGraphInput(opts);
   if (!input)
@@ -159,6 +203,16 @@ llvm::Error runBound(const GraphOptions &opts) {
       analysis::boundNumbers(b, ir::Collective::ReduceScatter, bytes);
   analysis::BoundNumbers ar =
       analysis::boundNumbers(b, ir::Collective::AllReduce, bytes);
+  auto realizable = analysis::computeRealizableBound(t);
+  if (!realizable)
+    return realizable.takeError();
+  const analysis::BoundResult &rb = *realizable;
+  analysis::BoundNumbers rag =
+      analysis::boundNumbers(rb, ir::Collective::AllGather, bytes);
+  analysis::BoundNumbers rrs =
+      analysis::boundNumbers(rb, ir::Collective::ReduceScatter, bytes);
+  analysis::BoundNumbers rar =
+      analysis::boundNumbers(rb, ir::Collective::AllReduce, bytes);
 
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -166,6 +220,9 @@ llvm::Error runBound(const GraphOptions &opts) {
     llvm::json::Object arj = numbersJson(ar);
     arj["lambda"] = b.allreduceLambda.str();
     arj["lambda_s_per_gb"] = b.allreduceLambda.value();
+    llvm::json::Object rarj = numbersJson(rar);
+    rarj["lambda"] = rb.allreduceLambda.str();
+    rarj["lambda_s_per_gb"] = rb.allreduceLambda.value();
     llvm::json::Object root{
         {"format", "topocc-bound/v1"},
         {"topology", t.name()},
@@ -176,7 +233,15 @@ llvm::Error runBound(const GraphOptions &opts) {
         {"quantum_bytes_per_s", b.graph.quantumBytesPerSec},
         {"allgather", directionJson(t, b, b.allgather, ag)},
         {"reducescatter", directionJson(t, b, b.reduceScatter, rs)},
-        {"allreduce", std::move(arj)}};
+        {"allreduce", std::move(arj)},
+        {"realizable",
+         llvm::json::Object{
+             {"capacity", "effective"},
+             {"routes", "runtime"},
+             {"quantum_bytes_per_s", rb.graph.quantumBytesPerSec},
+             {"allgather", directionJson(t, rb, rb.allgather, rag)},
+             {"reducescatter", directionJson(t, rb, rb.reduceScatter, rrs)},
+             {"allreduce", std::move(rarj)}}}};
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
   } else {
     os << "topology " << t.name();
@@ -197,6 +262,16 @@ llvm::Error runBound(const GraphOptions &opts) {
     os << "  bound: time " << timeText(ar.time)
        << llvm::formatv("  algbw {0:F2} GB/s  busbw {1:F2} GB/s\n",
                         ar.algbw / 1e9, ar.busbw / 1e9);
+    // Beside the physical bound above (on --capacity rates, every path).
+    os << llvm::formatv("realizable bound (the paths the runtime gives each "
+                        "message, effective rates; {0} vertices, {1} "
+                        "arcs):\n",
+                        rb.graph.numVertices, rb.graph.arcs.size());
+    printRealizable(os, t, rb, "allgather", &rb.allgather, rag, ag,
+                    opts.capacity);
+    printRealizable(os, t, rb, "reducescatter", &rb.reduceScatter, rrs, rs,
+                    opts.capacity);
+    printRealizable(os, t, rb, "allreduce", nullptr, rar, ar, opts.capacity);
   }
   os.flush();
   return writeOutputFile("-", out);

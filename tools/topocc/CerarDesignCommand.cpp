@@ -350,6 +350,8 @@ llvm::Error runCerarPlan(const CerarPlanOptions &opts) {
                                     : rows.front().d.bandwidthCeiling / 1e9)
             .str(),
         num(opts.tolerance), opts.wire, opts.base);
+    os << "times: the policy's alpha-beta model (`topocc whatif "
+          "--algorithms ring,cerar` simulates)\n";
     os << "size        ring ms      choice  c    CERAR ms     ratio   eps"
           "        kappa      e (bound)  wire error\n";
     for (const Row &r : rows) {

@@ -3,7 +3,8 @@
 // `topocc rings TOPO.yaml [--collective C] [--size 1G] [--channels N|auto]
 // [--scenario NAME] [--format text|json] [--emit-nccl-graph FILE]`: searches
 // ring orders (compiler/algorithms/RingSearch.h) and prints each channel's
-// order, bottleneck and share, the predicted time/algbw/busbw, the same for
+// order, bottleneck and share, the alpha-beta estimate of time/algbw/busbw
+// (CostModel.h, not the runtime model), the same for
 // the rank-order ring and NCCL's own model. JSON schema: docs/CLI-rings.md.
 //
 //===----------------------------------------------------------------------===//
@@ -131,7 +132,7 @@ void printChannels(llvm::raw_ostream &os, const topo::Topology &t,
 }
 
 void printCost(llvm::raw_ostream &os, const analysis::CostReport &r) {
-  os << "  predicted: time " << timeText(r.time) << "  algbw " << gbs(r.algbw)
+  os << "  alpha-beta estimate: time " << timeText(r.time) << "  algbw " << gbs(r.algbw)
      << "  busbw " << gbs(r.busbw) << '\n';
   if (r.bottleneck >= 0)
     os << "  bottleneck link: " << r.bottleneckName << " ("
@@ -235,9 +236,9 @@ llvm::Error runRings(const RingsOptions &opts) {
                               {"exact", res.exact},
                               {"evaluated", static_cast<int64_t>(res.evaluated)},
                               {"channels", channelsJson(t, res.rings, m)},
-                              {"predicted", costJson(res.cost)}};
+                              {"estimate", costJson(res.cost)}};
     llvm::json::Object ro{{"channels", channelsJson(t, rankOrder, m)},
-                          {"predicted", costJson(*roCost)}};
+                          {"estimate", costJson(*roCost)}};
     auto est = [](const analysis::NcclEstimate &e) -> llvm::json::Value {
       if (!e.applicable)
         return nullptr;
@@ -255,7 +256,7 @@ llvm::Error runRings(const RingsOptions &opts) {
                           {"tree", est(nccl.tree)}};
     llvm::json::Value hierJ = nullptr;
     if (hier)
-      hierJ = llvm::json::Object{{"predicted", costJson(*hier)}};
+      hierJ = llvm::json::Object{{"estimate", costJson(*hier)}};
     llvm::json::Array notesJ;
     for (const std::string &s : notes)
       notesJ.push_back(s);

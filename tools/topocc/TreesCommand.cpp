@@ -5,7 +5,7 @@
 // [--scenario NAME] [--capacity raw|effective] [--format text|json]
 // [--time-stages]`: ForestColl spanning trees (compiler/algorithms/
 // ForestColl.h): per tree its root, multiplicity, height and arcs with their
-// physical paths through switches; the predicted algbw (bandwidth only) vs
+// physical paths through switches; the fluid packing algbw (bandwidth only) vs
 // the exact bound. Schema: docs/Algorithms-trees.md.
 //
 //===----------------------------------------------------------------------===//
@@ -117,7 +117,7 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
                                  : "out-trees",
                       f.bound.lambda.str(), f.bound.k);
   os << llvm::formatv("  trees: k = {0} per root, U = {1} s/GB: algbw {2:F2} "
-                      "GB/s, {3:F2}% of the bound {4:F2} GB/s, time {5}\n",
+                      "GB/s, {3:F2}% of the physical bound {4:F2} GB/s, time {5}\n",
                       f.k, f.u.str(), algbw / 1e9, 100 * algbw / boundAlgbw,
                       boundAlgbw / 1e9, timeText(bytes / algbw));
   os << llvm::formatv("  {0} tree{1} ({2} physical), height max {3} mean "
@@ -258,7 +258,7 @@ llvm::Error runTrees(const TreesOptions &opts) {
         {"collective", opts.collective},
         {"ranks", n},
         {"bytes", bytes},
-        {"predicted",
+        {"fluid_packing",
          llvm::json::Object{{"time_s", time},
                             {"algbw", bytes / time},
                             {"busbw", bytes / time * busFactor}}},
@@ -280,14 +280,15 @@ llvm::Error runTrees(const TreesOptions &opts) {
       os << " (scenario " << opts.scenario << ")";
     os << llvm::formatv(": {0} GPUs; {1} trees\n", n, opts.collective);
     os << llvm::formatv(
-        "predicted: time {0}  algbw {1:F2} GB/s  busbw {2:F2} GB/s  ({3:F2}% "
-        "of the bound: algbw {4:F2} GB/s)\n",
+        "fluid packing: time {0}  algbw {1:F2} GB/s  busbw {2:F2} GB/s  "
+        "({3:F2}% of the physical bound: algbw {4:F2} GB/s; the packing's "
+        "value, not a prediction)\n",
         timeText(time), bytes / time / 1e9, bytes / time * busFactor / 1e9,
         100 * boundTime / time, bytes / boundTime / 1e9);
     if (routed)
       os << llvm::formatv(
           "on the schedule's routes: time {0}  algbw {1:F2} GB/s  busbw "
-          "{2:F2} GB/s  ({3:F2}% of the bound; busiest link {4})\n",
+          "{2:F2} GB/s  ({3:F2}% of the physical bound; busiest link {4})\n",
           timeText(routedTime), bytes / routedTime / 1e9,
           bytes / routedTime * busFactor / 1e9, 100 * boundTime / routedTime,
           busiestName);
@@ -306,7 +307,7 @@ void registerTreesCommand(CLI::App &app) {
   auto opts = std::make_shared<TreesOptions>();
   CLI::App *cmd = app.add_subcommand(
       "trees", "ForestColl spanning trees: k trees per root through switches, "
-               "predicted throughput vs the exact bound");
+               "their fluid packing throughput vs the exact bound");
   addGraphOptions(cmd, *opts);
   cmd->add_option("--collective", opts->collective,
                   "allgather, reducescatter or allreduce")

@@ -67,8 +67,9 @@ struct FileResult {
   std::string ioError;
   /// --topology: "" when it matches, else why not.
   std::string topologyError;
-  /// --topology, accepted files: the simulated run at --size, the cut bound
-  /// for the same call, or why either could not be computed.
+  /// --topology, accepted files: the simulated run at --size, the
+  /// realizable bound for the same call, or why either could not be
+  /// computed.
   std::optional<analysis::SimResult> sim;
   std::string simError;
   std::optional<analysis::BoundNumbers> bound;
@@ -308,6 +309,10 @@ llvm::json::Value toJson(const VerifyOptions &opts,
           sim["bound_time_s"] = r.bound->time;
           sim["bound_busbw_GBps"] = r.bound->busbw / 1e9;
           sim["percent_of_bound"] = 100.0 * r.bound->time / r.sim->time;
+          sim["bound"] = "realizable";
+          if (r.prediction && r.prediction->physical)
+            sim["physical_bound_busbw_GBps"] =
+                r.prediction->physical->busbw / 1e9;
         } else {
           sim["bound_error"] = r.boundError;
         }
@@ -336,42 +341,33 @@ llvm::json::Value toJson(const VerifyOptions &opts,
 
 /// Simulates an accepted file on the topology at `bytes` in the model of
 /// --mode (the runtime model by default: the number `compile` prints for
-/// the same file, compiler/analysis/Prediction.h) and puts the cut bound of
-/// the same call beside it. `bound` is computed once for all files.
-void simulateOnTopology(
-    llvm::StringRef text, const topo::Topology &topology, double bytes,
-    analysis::SimMode mode,
-    std::optional<llvm::Expected<analysis::BoundResult>> &bound,
-    FileResult &r) {
+/// the same file, compiler/analysis/Prediction.h) and puts the realizable
+/// and physical bounds of the same call beside it. `bounds` are computed
+/// once for all files.
+void simulateOnTopology(llvm::StringRef text, const topo::Topology &topology,
+                        double bytes, analysis::SimMode mode,
+                        std::optional<analysis::TopologyBounds> &bounds,
+                        FileResult &r) {
   auto s = backends::importMscclXml(text, r.file);
   if (!s) {
     r.simError = llvm::toString(s.takeError());
     return;
   }
-  if (!bound)
-    bound.emplace(
-        analysis::computeBound(topology, analysis::CapacityKind::Effective));
-  if (!*bound) {
-    r.boundError = llvm::toString(bound->takeError());
-    bound.emplace(makeUserError(r.boundError));
-  }
-  auto p = analysis::predictSchedule(topology, *s, bytes, mode,
-                                     *bound ? &**bound : nullptr);
+  if (!bounds)
+    bounds.emplace(analysis::computeTopologyBounds(topology, mode));
+  auto p = analysis::predictSchedule(topology, *s, bytes, mode, &*bounds);
   if (!p) {
     r.simError = llvm::toString(p.takeError());
     return;
   }
-  if (!r.boundError.empty()) {
-    p->bound.reset();
-    p->boundError = r.boundError;
-  }
+  r.boundError = p->boundError;
   r.sim = p->sim;
   r.bound = p->bound;
   r.prediction = std::move(*p);
 }
 
 /// "F: simulated at 1 GiB on T: 3.2 ms, algbw 335.5 GB/s, busbw 293.6 GB/s,
-/// 92.1% of the cut bound (busbw 318.7 GB/s)"
+/// 92.1% of the realizable bound (busbw 318.7 GB/s; ...)"
 std::string simulationLine(const FileResult &r, const VerifyOptions &opts,
                            double bytes) {
   return llvm::formatv("{0}: simulated at {1} on {2} ({3} model): ", r.file,
@@ -421,7 +417,7 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
 
   std::vector<FileResult> results;
   std::vector<backends::MscclAlgoMeta> metas;
-  std::optional<llvm::Expected<analysis::BoundResult>> bound;
+  std::optional<analysis::TopologyBounds> bound;
   for (const std::string &file : opts.files) {
     FileResult r;
     r.file = file;

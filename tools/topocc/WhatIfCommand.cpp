@@ -1,7 +1,7 @@
 //===- tools/topocc/WhatIfCommand.cpp - `topocc whatif` -------------------===//
 //
 // `topocc whatif TOPO.yaml [--collective C] [--sizes 1K:8G]
-// [--algorithms ring,rank-ring,nccl-model,bound,trees,hier-ring]
+// [--algorithms ring,rank-ring,nccl-model,bound,realizable,trees,hier-ring]
 // [--scenario NAME ...]
 // [--fail SEL ...] [--scale SEL=2x ...] [--set SEL=200Gb/s ...]
 // [--chunks N] [--mode runtime|cut-through|store-and-forward]
@@ -173,7 +173,7 @@ analysis::WhatIfRegistry makeRegistry() {
       "compiled (`compile --algorithm ring --channels auto`)",
       [](CompileRequest &req) { req.channels = 0; }));
   r.add(rankRingAlgorithm());
-  analysis::addAnalysisAlgorithms(r); // nccl-model, bound
+  analysis::addAnalysisAlgorithms(r); // nccl-model, bound, realizable
   r.add(compiledAlgorithm(Algorithm::Trees, "ForestColl spanning trees, compiled "
                                    "(`compile --algorithm trees`)"));
   r.add(compiledAlgorithm(Algorithm::HierRing, "hierarchical ring, compiled "
@@ -418,8 +418,8 @@ void registerWhatIfCommand(CLI::App &app) {
                   "are powers of 1024; docs/CLI.md, Sizes)")
       ->capture_default_str();
   cmd->add_option("--algorithms", opts->algorithms,
-                  "Comma-separated: ring, rank-ring, nccl-model, bound, trees, "
-                  "hier-ring, cerar, hier-cerar, auto")
+                  "Comma-separated: ring, rank-ring, nccl-model, bound, "
+                  "realizable, trees, hier-ring, cerar, hier-cerar, auto")
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenarios,
                   "A scenario of the topology file (repeatable; a sweep "

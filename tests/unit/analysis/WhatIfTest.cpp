@@ -119,7 +119,7 @@ TEST(WhatIfTest, RegistrySelects) {
   ASSERT_FALSE(bool(typo));
   EXPECT_EQ(plain(llvm::toString(typo.takeError())),
             "unknown algorithm 'nccl-modle'; did you mean 'nccl-model'? "
-            "(known: fast, nccl-model, bound)");
+            "(known: fast, nccl-model, bound, realizable)");
   auto twice = r.select({"fast", "fast"});
   ASSERT_FALSE(bool(twice));
   EXPECT_EQ(plain(llvm::toString(twice.takeError())),
