@@ -4,8 +4,9 @@
 // runtime model (Simulator.h, SimMode::Runtime) at one message size, beside
 // the realizable bound of the same call (RealizableGraph.h: the paths the
 // runtime gives each message, at the effective link rates the model uses)
-// and the physical cut bound on the same rates (Bound.h, every path). `compile` prints it for the file it wrote (MSCCL XML is
-// imported back first, so the number is the file's), `verify --topology`
+// and the physical cut bound on the same rates (Bound.h, every path).
+// `compile` prints it for the file it wrote (MSCCL XML is imported back
+// first, so the number is the file's), `verify --topology`
 // prints the same number for the same file, and --algorithm auto chooses by
 // it. Stage: analysis, on any verified schedule. Never prints.
 //

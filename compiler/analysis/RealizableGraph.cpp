@@ -1,4 +1,4 @@
-//===- compiler/analysis/RealizableGraph.cpp - The runtime's routes as a graph ===//
+//===- compiler/analysis/RealizableGraph.cpp - Runtime routes -----------===//
 
 #include "compiler/analysis/RealizableGraph.h"
 
@@ -119,7 +119,7 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
     g.compute.push_back(r);
     g.names.push_back(t.rankName(r));
   }
-  std::map<int, int> resVertex; // resource -> its in vertex (out = in + 1)
+  std::map<int, int> resVertex;  // resource -> its in vertex (out = in + 1)
   std::map<int, int64_t> resCap; // resource -> bytes/s
   DiagnosticList diags;
   auto vertexOf = [&](int res) {
@@ -226,8 +226,8 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
   return g;
 }
 
-llvm::Expected<BoundResult>
-computeRealizableBound(const topo::Topology &t, const RealizableOptions &o) {
+llvm::Expected<BoundResult> computeRealizableBound(const topo::Topology &t,
+                                                   const RealizableOptions &o) {
   LinkModel m(t);
   auto g = buildRealizableGraph(t, m, o);
   if (!g)

@@ -1,4 +1,4 @@
-//===- compiler/analysis/RealizableGraph.h - The runtime's routes as a graph -*- C++ -*-===//
+//===- compiler/analysis/RealizableGraph.h - Runtime routes -*- C++ -*-===//
 //
 // The realizable bound (docs/Algorithms-trees.md, "The realizable bound"):
 // the cut bound of Bound.h on a graph that only contains the paths the
@@ -48,9 +48,9 @@ struct RealizableOptions {
 /// for a join). User errors: half-duplex links, capacities that are not
 /// whole bytes/s, a rank pair with no path (counting relays), as
 /// buildBoundGraph.
-llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
-                                                LinkModel &m,
-                                                const RealizableOptions &o = {});
+llvm::Expected<BoundGraph>
+buildRealizableGraph(const topo::Topology &t, LinkModel &m,
+                     const RealizableOptions &o = {});
 
 /// computeBound on buildRealizableGraph.
 llvm::Expected<BoundResult>

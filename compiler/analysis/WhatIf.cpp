@@ -21,6 +21,7 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace topocc::analysis {
 
@@ -260,31 +261,36 @@ void addAnalysisAlgorithms(WhatIfRegistry &r) {
                                            ctx.settings.collective);
   };
   r.add(std::move(nccl));
-  WhatIfAlgorithm bound;
-  bound.name = "bound";
-  bound.description = "the physical cut bound on effective rates, every "
-                      "path (reference, never the winner)";
-  bound.competes = false;
-  bound.make = [](const WhatIfContext &ctx)
-      -> llvm::Expected<std::unique_ptr<WhatIfEvaluator>> {
-    return std::make_unique<BoundEvaluator>(
-        computeBound(ctx.topology, CapacityKind::Effective),
-        ctx.settings.collective);
-  };
-  r.add(std::move(bound));
-  WhatIfAlgorithm realizable;
-  realizable.name = "realizable";
-  realizable.description = "the cut bound on the paths the runtime gives "
-                           "each message (reference, never the winner)";
-  realizable.competes = false;
-  realizable.make = [](const WhatIfContext &ctx)
-      -> llvm::Expected<std::unique_ptr<WhatIfEvaluator>> {
-    RealizableOptions o;
-    o.ncclNetRule = ctx.settings.mode == SimMode::Runtime;
-    return std::make_unique<BoundEvaluator>(
-        computeRealizableBound(ctx.topology, o), ctx.settings.collective);
-  };
-  r.add(std::move(realizable));
+  // Reference columns, never the winner.
+  auto boundColumn =
+      [&](std::string name, std::string description,
+          std::function<llvm::Expected<BoundResult>(const WhatIfContext &)>
+              compute) {
+        WhatIfAlgorithm a;
+        a.name = std::move(name);
+        a.description = std::move(description);
+        a.competes = false;
+        a.make = [compute](const WhatIfContext &ctx)
+            -> llvm::Expected<std::unique_ptr<WhatIfEvaluator>> {
+          return std::make_unique<BoundEvaluator>(compute(ctx),
+                                                  ctx.settings.collective);
+        };
+        r.add(std::move(a));
+      };
+  boundColumn("bound",
+              "the physical cut bound on effective rates, every path "
+              "(reference, never the winner)",
+              [](const WhatIfContext &ctx) {
+                return computeBound(ctx.topology, CapacityKind::Effective);
+              });
+  boundColumn("realizable",
+              "the cut bound on the paths the runtime gives each message "
+              "(reference, never the winner)",
+              [](const WhatIfContext &ctx) {
+                RealizableOptions o;
+                o.ncclNetRule = ctx.settings.mode == SimMode::Runtime;
+                return computeRealizableBound(ctx.topology, o);
+              });
 }
 
 llvm::Expected<std::vector<double>> parseSizes(llvm::StringRef text) {

@@ -123,8 +123,8 @@ public:
     out.summary = llvm::formatv(
                       "{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
                       "tree; fluid packing algbw {6:F2} GB/s (the packing's "
-                      "value, not a prediction), {7:F2}% of the physical bound {8:F2} "
-                      "GB/s",
+                      "value, not a prediction), {7:F2}% of the physical "
+                      "bound {8:F2} GB/s",
                       llvm::join(phases, "; "), info.chains, info.channels,
                       info.channels == 1 ? "" : "s", req.chunks,
                       req.chunks == 1 ? "" : "s", algbw / 1e9,

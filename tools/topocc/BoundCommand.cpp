@@ -197,22 +197,20 @@ llvm::Error runBound(const GraphOptions &opts) {
   if (!bound)
     return bound.takeError();
   const analysis::BoundResult &b = *bound;
-  analysis::BoundNumbers ag =
-      analysis::boundNumbers(b, ir::Collective::AllGather, bytes);
-  analysis::BoundNumbers rs =
-      analysis::boundNumbers(b, ir::Collective::ReduceScatter, bytes);
-  analysis::BoundNumbers ar =
-      analysis::boundNumbers(b, ir::Collective::AllReduce, bytes);
   auto realizable = analysis::computeRealizableBound(t);
   if (!realizable)
     return realizable.takeError();
   const analysis::BoundResult &rb = *realizable;
-  analysis::BoundNumbers rag =
-      analysis::boundNumbers(rb, ir::Collective::AllGather, bytes);
-  analysis::BoundNumbers rrs =
-      analysis::boundNumbers(rb, ir::Collective::ReduceScatter, bytes);
-  analysis::BoundNumbers rar =
-      analysis::boundNumbers(rb, ir::Collective::AllReduce, bytes);
+  auto numbers = [&](const analysis::BoundResult &r, ir::Collective c) {
+    return analysis::boundNumbers(r, c, bytes);
+  };
+  using ir::Collective;
+  analysis::BoundNumbers ag = numbers(b, Collective::AllGather),
+                         rs = numbers(b, Collective::ReduceScatter),
+                         ar = numbers(b, Collective::AllReduce),
+                         rag = numbers(rb, Collective::AllGather),
+                         rrs = numbers(rb, Collective::ReduceScatter),
+                         rar = numbers(rb, Collective::AllReduce);
 
   std::string out;
   llvm::raw_string_ostream os(out);

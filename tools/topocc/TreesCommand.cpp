@@ -117,7 +117,8 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
                                  : "out-trees",
                       f.bound.lambda.str(), f.bound.k);
   os << llvm::formatv("  trees: k = {0} per root, U = {1} s/GB: algbw {2:F2} "
-                      "GB/s, {3:F2}% of the physical bound {4:F2} GB/s, time {5}\n",
+                      "GB/s, {3:F2}% of the physical bound {4:F2} GB/s, "
+                      "time {5}\n",
                       f.k, f.u.str(), algbw / 1e9, 100 * algbw / boundAlgbw,
                       boundAlgbw / 1e9, timeText(bytes / algbw));
   os << llvm::formatv("  {0} tree{1} ({2} physical), height max {3} mean "

@@ -1,4 +1,4 @@
-//===- tests/unit/compiler/RealizableRoutesTest.cpp - Schedules on the runtime's routes ===//
+//===- tests/unit/compiler/RealizableRoutesTest.cpp - Realizable hops ---===//
 //
 // Every message of a compiled schedule, simulated in the runtime model,
 // loads only link directions that the realizable graph
