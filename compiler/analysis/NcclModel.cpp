@@ -60,7 +60,9 @@ double ncclLinkBandwidth(const topo::Topology &t, const topo::Link &l,
   case topo::LinkType::Ib:
   case topo::LinkType::Roce:
   case topo::LinkType::Ethernet:
-    return 0.96 * l.capacity(dir);
+    // 96% of the NIC's line rate, but never above what the link carries
+    // (its effective rate; Ethernet's is lower): NCCL cannot beat the wire.
+    return std::min(0.96 * l.capacity(dir), l.effectiveCapacity(dir));
   default:
     return l.effectiveCapacity(dir);
   }
