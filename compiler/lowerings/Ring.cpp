@@ -122,6 +122,17 @@ llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
       v.channels = n;
       c.variants.push_back({"--channels " + std::to_string(n), v});
     }
+  // Inside a node the search's rings carry unequal shares (NDv2's double-
+  // and single-link cycles: 1/3, 1/3, 1/6, 1/6), which one chunk per
+  // channel cannot express: finer chunking realizes them (chunksForShares);
+  // across nodes the rails' rings carry equal shares.
+  if (ctx.request.channels == 0 && ctx.request.ringOrder.empty() &&
+      !ctx.request.rankOrder && !ctx.multiNode)
+    for (int32_t k : {2, 4, 8}) {
+      CompileRequest v = *c.request;
+      v.chunks = k;
+      c.variants.push_back({"--chunks " + std::to_string(k), v});
+    }
   return c;
 }
 
