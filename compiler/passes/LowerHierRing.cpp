@@ -1,9 +1,11 @@
 //===- compiler/passes/LowerHierRing.cpp - Two-level ring ---------===//
 //
-// Three ring phases over groups of ranks, emitted step-major (for step t, for
-// sub-chunk j, for group, for ring position) so that every rank's chain sees
-// its steps in order and every connection carries its messages in the same
-// order on both ends:
+// Three ring phases over groups of ranks, emitted chunk-major (for sub-chunk
+// j, for step t, for group, for ring position) so that every chain sees its
+// steps in order and every connection carries its messages in the same order
+// on both ends, with one dependency chain per (rank, sub-chunk): sub-chunk
+// j's inter-node ring starts as soon as its reduce-scatter is done on the
+// rank, while the intra-node ring works on sub-chunk j + 1.
 //   phase 1, groups = nodes (intra ring):   reduce-scatter of the G shards,
 //            reading `in`, result of shard l in the work buffer of local l;
 //   phase 2, groups = rails (node order):   in-place ring all-reduce of the
@@ -79,12 +81,18 @@ void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
   const RingPhaseKind kind = p.kind;
   const BufferKind work = p.work, src = p.src;
   const int32_t K = p.chunks;
+  // The sub-chunk being emitted (chunkChains: the chain it extends).
+  int32_t curChunk = 0;
+  if (p.chunkChains)
+    for (std::vector<OpId> &l : st.lastOfChunk)
+      l.resize(std::max<size_t>(l.size(), K), kNone);
   auto emit = [&](RankId r, Op op) {
-    if (st.last[r] != kNone)
-      op.deps = {st.last[r]};
+    OpId &last = p.chunkChains ? st.lastOfChunk[r][curChunk] : st.last[r];
+    if (last != kNone)
+      op.deps = {last};
     auto &ops = s.ranks[r].ops;
     ops.push_back(std::move(op));
-    st.last[r] = static_cast<OpId>(ops.size() - 1);
+    last = st.last[r] = static_cast<OpId>(ops.size() - 1);
   };
   auto newScratch = [&](RankId r, int32_t count) {
     BufferRef b{BufferKind::Scratch, st.scratchEnd[r], count};
@@ -107,9 +115,11 @@ void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
     // A group of one: reduce-scatter is a copy out of place, the rest nothing.
     if (kind == RingPhaseKind::ReduceScatter && src != work)
       for (int32_t g = 0; g < ng; ++g)
-        for (int32_t j = 0; j < K; ++j)
+        for (int32_t j = 0; j < K; ++j) {
+          curChunk = j;
           emitBinary(OpKind::Copy, groups[g][0], p.block(g, 0, j, work),
                      p.block(g, 0, j, src));
+        }
     return;
   }
   const int32_t steps = kind == RingPhaseKind::AllReduce ? 2 * m - 1 : m;
@@ -117,9 +127,12 @@ void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
   auto msg = [&](int32_t t, int32_t j, int32_t g, int32_t q) -> MsgId {
     return msgBase + ((t * K + j) * ng + g) * m + wrap(q);
   };
-  for (int32_t t = 0; t < steps; ++t)
-    for (int32_t j = 0; j < K; ++j)
-      for (int32_t g = 0; g < ng; ++g)
+  // Step-major, or chunk-major with chunkChains: (t, j) in emission order.
+  for (int32_t i = 0; i < steps * K; ++i) {
+    const int32_t t = p.chunkChains ? i % steps : i / K;
+    const int32_t j = p.chunkChains ? i / steps : i % K;
+    curChunk = j;
+    for (int32_t g = 0; g < ng; ++g)
         for (int32_t q = 0; q < m; ++q) {
           const RankId r = groups[g][q], next = groups[g][wrap(q + 1)],
                        prev = groups[g][wrap(q - 1)];
@@ -172,6 +185,7 @@ void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
               emitSend(r, dst, next, sendMsg);
           }
         }
+  }
   st.nextMsg = msgBase + steps * K * ng * m;
 }
 
@@ -241,16 +255,31 @@ Schedule HierLowering::run() {
     p.src = src;
     p.work = work;
     p.chunks = K;
+    // Sub-chunk j's inter-node ring starts when its reduce-scatter is done
+    // on the rank, so the phases overlap.
+    p.chunkChains = true;
     return p;
   };
   for (int32_t c = 0; c < o.channels; ++c) {
     base = c * perChannel;
     st.last.assign(n, kNone);
+    for (std::vector<OpId> &l : st.lastOfChunk)
+      l.assign(K, kNone);
+    std::vector<size_t> firstOp(n);
+    for (RankId r = 0; r < n; ++r)
+      firstOp[r] = s.ranks[r].ops.size();
     emitRingPhase(
         s, spec(RingPhaseKind::ReduceScatter, intra, shard, BufferKind::Input),
         st);
     emitRingPhase(s, spec(RingPhaseKind::AllReduce, rails, block, work), st);
     emitRingPhase(s, spec(RingPhaseKind::AllGather, intra, shard, work), st);
+    // The sub-chunks' chains are independent; keep them on one channel so
+    // that each phase's sub-chunks run one after another in one
+    // threadblock (assign-channels would give each chain its own channel,
+    // and the sub-chunks would all run each phase at once).
+    for (RankId r = 0; r < n; ++r)
+      for (size_t i = firstOp[r]; i < s.ranks[r].ops.size(); ++i)
+        s.ranks[r].ops[i].channel = c;
   }
   for (RankId r = 0; r < n; ++r) {
     s.ranks[r].scratchChunks = st.scratchEnd[r];

@@ -5,7 +5,8 @@
 // l with the node's partial sum of shard l, (2) a ring all-reduce of shard l
 // over the GPUs with local index l of every node (rail l), (3) a ring
 // all-gather inside every node. Stage: produces Lowered. Each (rank,
-// channel) is one dependency chain through the three phases.
+// channel, sub-chunk) is one dependency chain through the three phases, so
+// the phases of different sub-chunks overlap (RingPhaseSpec::chunkChains).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_PASSES_LOWERHIERRING_H
@@ -66,6 +67,13 @@ struct RingPhaseSpec {
   ir::BufferKind src = ir::BufferKind::Input;
   ir::BufferKind work = ir::BufferKind::Output;
   int32_t chunks = 1; ///< sub-chunks per block (pipelining)
+  /// One dependency chain per (rank, sub-chunk) instead of per rank, and the
+  /// phase emitted chunk-major (for j, for t, ...): sub-chunk j of the next
+  /// phase starts once sub-chunk j of this one is done on its rank, so
+  /// consecutive phases overlap (hier-ring's intra-node phases run while
+  /// the inter-node rings carry earlier sub-chunks). Every phase of a
+  /// lowering must then use it (ChainState::lastOfChunk).
+  bool chunkChains = false;
 };
 
 /// Chain state shared by the phases of one lowering: per rank the last op
@@ -73,17 +81,23 @@ struct RingPhaseSpec {
 /// chunk, and the next free message id.
 struct ChainState {
   std::vector<ir::OpId> last;
+  /// With RingPhaseSpec::chunkChains: per rank, per sub-chunk, the last op
+  /// of that sub-chunk's chain.
+  std::vector<std::vector<ir::OpId>> lastOfChunk;
   std::vector<int32_t> scratchEnd;
   ir::MsgId nextMsg = 0;
   explicit ChainState(int32_t numRanks)
-      : last(numRanks, ir::kNone), scratchEnd(numRanks, 0) {}
+      : last(numRanks, ir::kNone), lastOfChunk(numRanks),
+        scratchEnd(numRanks, 0) {}
 };
 
 /// Appends the phase to `s` (whose ranks exist), emitted step-major (for
 /// step t, sub-chunk j, group, position) so every connection carries its
 /// messages in the same order on both ends; every op depends on the
-/// previous op of its rank's chain. Partial sums that are only forwarded
-/// live in fresh scratch slots.
+/// previous op of its rank's chain. With `chunkChains` the order is
+/// chunk-major (for j, for t, group, position) and the chains are per
+/// (rank, sub-chunk). Partial sums that are only forwarded live in fresh
+/// scratch slots.
 void emitRingPhase(ir::Schedule &s, const RingPhaseSpec &p, ChainState &st);
 
 /// The rings of a node layout: per node its ranks in `localOrder` (the

@@ -77,6 +77,33 @@ TEST(LowerHierRingTest, InterNodeTrafficStaysOnRails) {
   EXPECT_FALSE(bool(verifySchedule(*s)));
 }
 
+TEST(LowerHierRingTest, SubChunksPipelineThroughThePhases) {
+  // 2 nodes x 4 GPUs, 4 sub-chunks: rank 0's first inter-node send (sub-
+  // chunk 0 of the rail ring) waits for sub-chunk 0's reduce-scatter only,
+  // not for the whole intra-node phase, so the phases overlap.
+  auto s = lowerHierRing(opts(2, 4, 1, 4));
+  ASSERT_TRUE(bool(s)) << topocc::testing::errorMessage(s.takeError());
+  const std::vector<Op> &ops = s->ranks[0].ops;
+  size_t first = ops.size();
+  for (size_t i = 0; i < ops.size() && first == ops.size(); ++i)
+    if (sends(ops[i].kind) && ops[i].sendPeer / 4 != 0)
+      first = i;
+  ASSERT_LT(first, ops.size());
+  // Ops listed before it are the reduce-scatter of the 4 sub-chunks.
+  std::set<OpId> ancestors;
+  std::vector<OpId> todo(ops[first].deps.begin(), ops[first].deps.end());
+  while (!todo.empty()) {
+    OpId d = todo.back();
+    todo.pop_back();
+    if (!ancestors.insert(d).second)
+      continue;
+    for (OpId e : ops[d].deps)
+      todo.push_back(e);
+  }
+  EXPECT_EQ(ancestors.size() * 4, first);
+  EXPECT_FALSE(bool(verifySchedule(*s)));
+}
+
 TEST(LowerHierRingTest, Errors) {
   HierRingOptions o = opts(1, 4);
   o.collective = Collective::AllGather;
