@@ -14,6 +14,7 @@
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 #include "support/Fnv1a.h"
+#include "support/InputFile.h"
 #include "support/JsonSpans.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -562,10 +563,10 @@ template <typename T>
 llvm::Expected<T> parseFile(llvm::StringRef path,
                             llvm::Expected<T> (*parse)(llvm::StringRef,
                                                        llvm::StringRef)) {
-  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  auto buf = readInputFile(path, InputKind::Schedule, "plan",
+                           /*allowStdin=*/true);
   if (!buf)
-    return makeUserError("cannot read plan '" + path +
-                         "': " + buf.getError().message());
+    return buf.takeError();
   return parse((*buf)->getBuffer(), path);
 }
 

@@ -8,6 +8,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+#include <cstdio>
+
 namespace topocc {
 
 namespace {
@@ -64,6 +67,14 @@ llvm::Error checkCompileRequest(const CompileRequest &req) {
   if (req.treesPerRoot && req.algorithm != Algorithm::Trees &&
       req.algorithm != Algorithm::Auto)
     return makeUserError("--trees-per-root applies to --algorithm trees");
+  if (!(req.tolerance >= 0) || !std::isfinite(req.tolerance)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", req.tolerance);
+    return makeUserError(
+        llvm::Twine("--tolerance is a relative error and must be a finite "
+                    "number >= 0, got ") +
+        got);
+  }
   const bool codedAlgorithm = isCoded(req.algorithm) ||
                               req.algorithm == Algorithm::Auto;
   if (!codedAlgorithm &&

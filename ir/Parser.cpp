@@ -11,6 +11,7 @@
 #include "ir/Parser.h"
 
 #include "support/Diagnostics.h"
+#include "support/InputFile.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -693,10 +694,10 @@ llvm::Expected<Schedule> parseSchedule(llvm::StringRef text,
 }
 
 llvm::Expected<Schedule> parseScheduleFile(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  auto buf = readInputFile(path, InputKind::Schedule, "schedule",
+                           /*allowStdin=*/true);
   if (!buf)
-    return makeUserError("cannot read '" + path +
-                         "': " + buf.getError().message());
+    return buf.takeError();
   return parseSchedule((*buf)->getBuffer(), path);
 }
 

@@ -3,6 +3,10 @@
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 
 namespace topocc {
 
@@ -33,13 +37,62 @@ void Diagnostic::print(llvm::raw_ostream &os) const {
   }
   os << severityName(severity) << ": " << message << '\n';
   if (!sourceLine.empty() && loc.col) {
-    os << sourceLine << '\n';
-    // Keep tabs so the caret lines up under the same column.
-    std::string pad;
-    for (unsigned i = 0; i + 1 < loc.col && i < sourceLine.size(); ++i)
-      pad += sourceLine[i] == '\t' ? '\t' : ' ';
-    os << pad << "^\n";
+    SourceExcerpt e = excerptAround(sourceLine, loc.col);
+    os << e.text << '\n' << e.caretPad << "^\n";
   }
+}
+
+SourceExcerpt excerptAround(llvm::StringRef line, unsigned col,
+                            unsigned width) {
+  // The window of at most `width` bytes around the caret, on UTF-8
+  // character boundaries.
+  size_t caret = col ? std::min<size_t>(col - 1, line.size()) : 0;
+  size_t begin = 0, end = line.size();
+  if (line.size() > width) {
+    begin = caret > width / 2 ? caret - width / 2 : 0;
+    end = std::min(line.size(), begin + width);
+    begin = end - std::min<size_t>(width, end);
+    auto continuation = [&](size_t i) {
+      return i < line.size() && (static_cast<unsigned char>(line[i]) & 0xC0) ==
+                                    0x80;
+    };
+    while (begin < caret && continuation(begin))
+      ++begin;
+    while (end > caret && continuation(end))
+      --end;
+  }
+  llvm::StringRef window = line.slice(begin, end);
+  // Bytes that are not text (control characters; high bytes outside valid
+  // UTF-8, as in a binary file) are shown as \xNN.
+  const auto *first = reinterpret_cast<const llvm::UTF8 *>(window.begin());
+  const bool utf8 = llvm::isLegalUTF8String(
+      &first, reinterpret_cast<const llvm::UTF8 *>(window.end()));
+  SourceExcerpt out;
+  if (begin > 0) {
+    out.text = "...";
+    out.caretPad = "   ";
+  }
+  for (size_t i = begin; i < end; ++i) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    std::string shown;
+    if (c == '\t')
+      shown = "\t";
+    else if (c < 0x20 || c == 0x7F || (c >= 0x80 && !utf8))
+      shown = llvm::formatv("\\x{0:X-2}", static_cast<unsigned>(c)).str();
+    else
+      shown = std::string(1, static_cast<char>(c));
+    out.text += shown;
+    if (i < caret) {
+      // Tabs stay tabs so the caret lines up; a UTF-8 character counts once.
+      if (c == '\t')
+        out.caretPad += '\t';
+      else if (!(utf8 && (c & 0xC0) == 0x80))
+        out.caretPad += std::string(shown.size(), ' ');
+    }
+  }
+  if (end < line.size())
+    out.text += "...";
+  return out;
 }
 
 void DiagnosticError::log(llvm::raw_ostream &os) const {

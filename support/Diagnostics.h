@@ -86,6 +86,16 @@ llvm::Error makeDiagError(SourceLoc loc, const llvm::Twine &message,
 /// severities, joined by `separator` (consumes the error).
 std::string errorMessages(llvm::Error err, llvm::StringRef separator = "\n");
 
+/// What a diagnostic shows of a source line: a window of at most `width`
+/// bytes around column `col` ("..." where it is cut), non-text bytes as
+/// \xNN, and the whitespace that puts a caret under the column.
+struct SourceExcerpt {
+  std::string text;
+  std::string caretPad;
+};
+SourceExcerpt excerptAround(llvm::StringRef line, unsigned col,
+                            unsigned width = 120);
+
 /// Returns line `line` (1-based) of `text`, without its line terminator.
 std::string sourceLineOf(llvm::StringRef text, unsigned line);
 

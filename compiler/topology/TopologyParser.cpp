@@ -12,6 +12,7 @@
 #include "compiler/topology/NamePattern.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyDecl.h"
+#include "support/InputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -82,6 +83,20 @@ private:
       return {};
     llvm::StringRef rest = llvm::StringRef(*source).substr(lineStarts[line - 1]);
     return rest.take_until([](char c) { return c == '\n'; }).rtrim("\r");
+  }
+  /// The first tab in the leading whitespace of lines 1..`upTo`, skipping
+  /// lines that are blank or comments (where YAML allows them).
+  std::optional<SourceLoc> indentationTab(unsigned upTo) {
+    for (unsigned line = 1; line <= upTo; ++line) {
+      llvm::StringRef text = lineText(line);
+      size_t lead = text.find_first_not_of(" \t");
+      if (lead == llvm::StringRef::npos || text[lead] == '#')
+        continue;
+      size_t tab = text.take_front(lead).find('\t');
+      if (tab != llvm::StringRef::npos)
+        return SourceLoc{file, line, static_cast<unsigned>(tab + 1)};
+    }
+    return std::nullopt;
   }
   void error(SourceLoc loc, const llvm::Twine &msg) override {
     if (errorCount++ >= kMaxErrors)
@@ -1000,6 +1015,13 @@ llvm::Expected<Topology> Parser::run() {
     SourceLoc l = locOf(e.mark);
     if (!l.line)
       l = {file, 1, 1};
+    // yaml-cpp reports a tab in the indentation as "illegal map value" or
+    // the like, somewhere after it: name the tab itself.
+    if (std::optional<SourceLoc> tab = indentationTab(l.line)) {
+      error(*tab, "YAML forbids tabs in indentation; indent with spaces "
+                  "(the YAML parser said: " + e.msg + ")");
+      return diags.takeError();
+    }
     error(l, "YAML syntax error: " + e.msg);
     return diags.takeError();
   }
@@ -1099,10 +1121,9 @@ llvm::Expected<Topology> parseTopology(llvm::StringRef text,
 }
 
 llvm::Expected<Topology> loadTopologyFile(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buf = readInputFile(path, InputKind::Topology, "topology file");
   if (!buf)
-    return makeUserError("cannot read topology file '" + path +
-                         "': " + buf.getError().message());
+    return buf.takeError();
   return parseTopology((*buf)->getBuffer(), path);
 }
 

@@ -13,6 +13,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +122,35 @@ std::string example(QuantityKind kind) {
   llvm_unreachable("unknown quantity kind");
 }
 
+/// The bandwidth units a prefix-and-b spelling without "/s" means, most
+/// likely first: "Gbs" and "Gb" give Gb/s then GB/s, "GBs" gives GB/s, and
+/// "G" both, bytes first.
+llvm::SmallVector<const UnitInfo *, 4> rateUnitsFor(llvm::StringRef unit) {
+  llvm::SmallVector<const UnitInfo *, 4> out;
+  size_t b = unit.find_first_of("bB");
+  llvm::StringRef prefix = unit.take_front(b);
+  llvm::StringRef rest = b == llvm::StringRef::npos ? "" : unit.substr(b + 1);
+  if (rest != "" && rest != "s")
+    return out;
+  std::string p;
+  if (prefix == "k" || prefix == "K")
+    p = "k";
+  else if (prefix.size() == 1 && llvm::StringRef("mgtMGT").contains(prefix[0]))
+    p = std::string(1, llvm::toUpper(prefix[0]));
+  else if (!prefix.empty() || b == llvm::StringRef::npos)
+    return out;
+  const UnitInfo *bits = findUnit(p + "b/s");
+  const UnitInfo *bytes = findUnit(p + "B/s");
+  if (b == llvm::StringRef::npos) {
+    out = {bytes, bits};
+  } else if (unit[b] == 'b') {
+    out = {bits, bytes};
+  } else {
+    out = {bytes};
+  }
+  return out;
+}
+
 std::string unitHint(llvm::StringRef unit, QuantityKind kind) {
   // 1. Same unit up to case and spelling ("gb/s", "GBps").
   std::string norm = normalizeUnit(unit);
@@ -136,6 +166,16 @@ std::string unitHint(llvm::StringRef unit, QuantityKind kind) {
     if (un == n && (!bytesOnly || u.desc != "bits"))
       same.push_back(&u);
   }
+  // A lowercase 'b' is what people write for bits ("gbps", "gb/s"): the bit
+  // unit comes first then; an uppercase 'B' keeps the bytes first.
+  if (kind == QK::Bandwidth && unit.contains('b') && !unit.contains('B'))
+    std::stable_partition(same.begin(), same.end(), [](const UnitInfo *u) {
+      return u->desc == "bits";
+    });
+  // 1b. A rate prefix and 'b' or 'B' without "/s" ("100 Gbs", "100 Gb"), or
+  // a bare prefix ("100 G"), which says neither bits nor bytes.
+  if (same.empty() && kind == QK::Bandwidth)
+    same = rateUnitsFor(unit);
   if (!same.empty()) {
     std::string s = "; did you mean ";
     for (size_t i = 0; i < same.size(); ++i) {

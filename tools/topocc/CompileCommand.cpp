@@ -871,7 +871,8 @@ void registerCompileCommand(CLI::App &app) {
                  "(MSCCL XML or schedule IR)");
   cmd->add_option("topology", opts->topology, "Topology YAML file");
   cmd->add_option("--collective", opts->collective,
-                  "allreduce, allgather or reducescatter");
+                  "REQUIRED (except with --run-pass): allreduce, allgather "
+                  "or reducescatter");
   cmd->add_option("--algorithm", opts->algorithm,
                   "Algorithm: ring, hier-ring (multi-node all-reduce), "
                   "trees (ForestColl spanning trees), cerar (coded "

@@ -88,7 +88,7 @@ llvm::Error runDotCommand(const DotCmdOptions &opts) {
   auto ops = opts.patch.parse();
   if (!ops)
     return ops.takeError();
-  auto base = topo::loadTopologyFile(opts.file);
+  auto base = loadTopology(opts.file, "");
   if (!base)
     return base.takeError();
 
@@ -150,7 +150,17 @@ llvm::Error runDotCommand(const DotCmdOptions &opts) {
   llvm::raw_string_ostream os(out);
   backends::writeDot(os, *base, dopts);
   os.flush();
-  return writeOutputFile(opts.output, out);
+  if (auto err = writeOutputFile(opts.output, out))
+    return err;
+  if (opts.output != "-") {
+    llvm::outs() << llvm::formatv(
+        "wrote {0}: Graphviz drawing of {1} ({2} devices, {3} links); "
+        "render it with: dot -Tsvg {0} -o {4}.svg\n",
+        opts.output, base->name(), base->devices().size(),
+        base->links().size(), llvm::StringRef(opts.output).rsplit('.').first);
+    llvm::outs().flush();
+  }
+  return llvm::Error::success();
 }
 
 void registerDotCommand(CLI::App &app) {

@@ -2,6 +2,8 @@
 
 #include "tools/topocc/Driver.h"
 
+#include "compiler/topology/Plausibility.h"
+
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -45,6 +47,8 @@ llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
   auto t = topo::loadTopologyFile(path);
   if (!t)
     return t.takeError();
+  for (const Diagnostic &d : topo::implausibleLinkWarnings(*t))
+    d.print(llvm::errs());
   if (!scenario.empty())
     if (auto err = topo::applyScenario(*t, scenario))
       return err;

@@ -34,7 +34,9 @@ int &commandExitCode();
 /// Sets the exit code from a subcommand's result (reporting the error).
 void finishCommand(llvm::Error err);
 
-/// Loads a topology file and applies `scenario` when it is not empty.
+/// Loads a topology file, prints its implausible-rate warnings
+/// (compiler/topology/Plausibility.h) to stderr, and applies `scenario`
+/// when it is not empty.
 llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
                                             llvm::StringRef scenario);
 

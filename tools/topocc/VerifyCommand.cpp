@@ -27,6 +27,7 @@
 #include "compiler/topology/Units.h"
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
+#include "support/InputFile.h"
 
 #include "CLI/CLI.hpp"
 
@@ -186,7 +187,7 @@ void printText(const VerifyOptions &opts, const std::vector<FileResult> &rs,
   unsigned accepted = 0;
   for (const FileResult &r : rs) {
     if (!r.ioError.empty()) {
-      os << r.file << ": reject: cannot read the file: " << r.ioError << '\n';
+      os << r.file << ": reject: " << r.ioError << '\n';
       continue;
     }
     const MscclVerdict &v = r.verdict;
@@ -391,7 +392,7 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
     return makeUserError("--size needs --topology (the size of the simulated "
                          "call)");
   if (!opts.topology.empty()) {
-    auto t = topo::loadTopologyFile(opts.topology);
+    auto t = loadTopology(opts.topology, "");
     if (!t)
       return t.takeError();
     topology = std::move(*t);
@@ -421,10 +422,9 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
   for (const std::string &file : opts.files) {
     FileResult r;
     r.file = file;
-    auto buf = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
+    auto buf = readInputFile(file, InputKind::Schedule, "MSCCL XML file");
     if (!buf) {
-      r.ioError = buf.getError().message();
+      r.ioError = errorMessages(buf.takeError());
       results.push_back(std::move(r));
       continue;
     }

@@ -326,7 +326,7 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   if (!algos)
     return algos.takeError();
 
-  auto base = topo::loadTopologyFile(opts.file);
+  auto base = loadTopology(opts.file, "");
   if (!base)
     return base.takeError();
   auto more = variants(*base, opts);
@@ -386,6 +386,11 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
     sos.flush();
     if (auto err = writeOutputFile(opts.svg, svg))
       return err;
+    // On stderr: stdout carries the table (or CSV, JSON) scripts read.
+    if (opts.svg != "-")
+      llvm::errs() << "wrote " << opts.svg << ": busbw plot, "
+                   << report.algorithms.size() << " algorithms x "
+                   << report.tables.size() << " scenario(s)\n";
   }
 
   std::string out;

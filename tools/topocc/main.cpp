@@ -7,16 +7,85 @@
 
 #include "tools/topocc/Driver.h"
 
+#include "support/ByteSize.h"
+#include "support/Diagnostics.h"
+#include "support/InputFile.h"
+
 #include "CLI/CLI.hpp"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 int main(int argc, char **argv) {
   using namespace topocc::driver;
   CLI::App app{"topocc: topology-aware collective compiler"};
-  app.set_version_flag("--version", std::string("topocc ") + TOPOCC_VERSION);
+  app.set_version_flag("-V,--version",
+                       std::string("topocc ") + TOPOCC_VERSION);
   app.require_subcommand(1);
   registerShowCommand(app);
   registerCompileCommand(app);
   registerAllCommands(app);
+  // --max-input-size may come anywhere (before or after the command): take
+  // it out of the arguments before CLI11 sees them, so that it applies to
+  // every file any command reads.
+  std::string maxInputHelp;
+  app.add_option("--max-input-size", maxInputHelp,
+                 "Largest input file to read (default 64M for topologies, "
+                 "1G for schedules, plans and MSCCL XML); may also follow "
+                 "the command");
+  std::vector<char *> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size();) {
+    llvm::StringRef a(args[i]);
+    std::optional<llvm::StringRef> value;
+    size_t taken = 1;
+    if (a == "--max-input-size") {
+      if (i + 1 < args.size())
+        value = llvm::StringRef(args[i + 1]);
+      else
+        value = llvm::StringRef();
+      taken = 2;
+    } else if (a.startswith("--max-input-size=")) {
+      value = a.drop_front(strlen("--max-input-size="));
+    }
+    if (!value) {
+      ++i;
+      continue;
+    }
+    std::optional<uint64_t> bytes = topocc::readByteCount(*value);
+    if (!bytes || *bytes == 0) {
+      llvm::errs() << "topocc: error: invalid --max-input-size '" << *value
+                   << "'; expected a size such as 256M or 2G\n";
+      return kExitUser;
+    }
+    topocc::setInputLimitOverride(*bytes);
+    args.erase(args.begin() + i,
+               args.begin() + std::min(args.size(), i + taken));
+  }
+  argc = static_cast<int>(args.size());
+  argv = args.data();
+  // A word where the command belongs that names no command ("comple"):
+  // say so and name the nearest one, instead of CLI11's "A subcommand is
+  // required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
+      names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::vector<llvm::StringRef> refs(names.begin(), names.end());
+      std::string near = topocc::nearestMatch(argv[1], refs);
+      llvm::errs() << "topocc: error: unknown command '" << argv[1] << "'"
+                   << (near.empty() ? "" : "; did you mean '" + near + "'?")
+                   << " (commands: " << llvm::join(refs, ", ")
+                   << "; topocc --help lists them)\n";
+      return kExitUser;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

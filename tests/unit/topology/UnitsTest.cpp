@@ -105,11 +105,27 @@ TEST(UnitsTest, NearMissesNameTheIntendedUnit) {
   EXPECT_EQ(errorOf("25 GBps", K::Bandwidth),
             "unknown unit 'GBps' in bandwidth; did you mean 'GB/s' (bytes) or "
             "'Gb/s' (bits)?");
+  // A lowercase b reads as bits: the bit unit first.
   EXPECT_EQ(errorOf("25 gb/s", K::Bandwidth),
-            "unknown unit 'gb/s' in bandwidth; did you mean 'GB/s' (bytes) or "
-            "'Gb/s' (bits)?");
+            "unknown unit 'gb/s' in bandwidth; did you mean 'Gb/s' (bits) or "
+            "'GB/s' (bytes)?");
   EXPECT_EQ(errorOf("25 gbps", K::Bandwidth),
-            "unknown unit 'gbps' in bandwidth; did you mean 'GB/s' (bytes) or "
+            "unknown unit 'gbps' in bandwidth; did you mean 'Gb/s' (bits) or "
+            "'GB/s' (bytes)?");
+  // Without "/s": the prefix and the b say which.
+  EXPECT_EQ(errorOf("100 Gbs", K::Bandwidth),
+            "unknown unit 'Gbs' in bandwidth; did you mean 'Gb/s' (bits) or "
+            "'GB/s' (bytes)?");
+  EXPECT_EQ(errorOf("100 Gb", K::Bandwidth),
+            "unknown unit 'Gb' in bandwidth; did you mean 'Gb/s' (bits) or "
+            "'GB/s' (bytes)?");
+  EXPECT_EQ(errorOf("400 mb", K::Bandwidth),
+            "unknown unit 'mb' in bandwidth; did you mean 'Mb/s' (bits) or "
+            "'MB/s' (bytes)?");
+  EXPECT_EQ(errorOf("25 GBs", K::Bandwidth),
+            "unknown unit 'GBs' in bandwidth; did you mean 'GB/s' (bytes)?");
+  EXPECT_EQ(errorOf("25 G", K::Bandwidth),
+            "unknown unit 'G' in bandwidth; did you mean 'GB/s' (bytes) or "
             "'Gb/s' (bits)?");
   EXPECT_EQ(errorOf("25 gib/s", K::Bandwidth),
             "unknown unit 'gib/s' in bandwidth; did you mean 'GiB/s' (binary "
