@@ -2,7 +2,8 @@
 //
 // The hierarchical ring: an intra-node ring (the ring search's order over
 // node 0's GPUs) and one inter-node ring per rail, lowered by
-// compiler/passes/LowerHierRing.h. Multi-node all-reduce.
+// compiler/passes/LowerHierRing.h. Multi-node all-reduce, all-gather and
+// reduce-scatter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +32,7 @@ llvm::Expected<Lowered> lowerHierRing(const topo::Topology *t,
   o.collective = req.collective;
   o.numRanks = t->numRanks();
   o.nodes = nodeRanks(*t);
-  if (o.nodes.size() >= 2 && req.collective == ir::Collective::AllReduce)
+  if (o.nodes.size() >= 2)
     o.localOrder = hierLocalOrder(*t, o.nodes[0], req.collective, req.bytes);
   o.channels = req.channels;
   o.chunks = req.chunks;
@@ -71,10 +72,8 @@ std::unique_ptr<Lowering> makeHierRingLowering(const LoweringInput &in) {
 llvm::Expected<AutoCandidate>
 HierRingLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
-  if (!ctx.multiNode ||
-      ctx.request.collective != ir::Collective::AllReduce) {
-    c.lines.push_back("auto: hier-ring not applicable (single node or not "
-                      "all-reduce)");
+  if (!ctx.multiNode) {
+    c.lines.push_back("auto: hier-ring not applicable (single node)");
     return c;
   }
   c.request = candidateRequest(ctx.request, Algorithm::HierRing);

@@ -85,9 +85,10 @@ void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
   int32_t curChunk = 0;
   if (p.chunkChains)
     for (std::vector<OpId> &l : st.lastOfChunk)
-      l.resize(std::max<size_t>(l.size(), K), kNone);
+      l.resize(std::max<size_t>(l.size(), p.chainOffset + K), kNone);
   auto emit = [&](RankId r, Op op) {
-    OpId &last = p.chunkChains ? st.lastOfChunk[r][curChunk] : st.last[r];
+    OpId &last = p.chunkChains ? st.lastOfChunk[r][p.chainOffset + curChunk]
+                               : st.last[r];
     if (last != kNone)
       op.deps = {last};
     auto &ops = s.ranks[r].ops;
@@ -206,6 +207,8 @@ public:
   Schedule run();
 
 private:
+  Schedule runGatherScatter();
+
   const HierRingOptions &o;
   int32_t G, N, K;
   BufferKind work;
@@ -219,6 +222,8 @@ private:
 };
 
 Schedule HierLowering::run() {
+  if (o.collective != Collective::AllReduce)
+    return runGatherScatter();
   const int32_t n = o.numRanks, perChannel = G * N * K;
   s.collective = Collective::AllReduce;
   s.numRanks = n;
@@ -289,14 +294,150 @@ Schedule HierLowering::run() {
   return std::move(s);
 }
 
+Schedule HierLowering::runGatherScatter() {
+  const bool gather = o.collective == Collective::AllGather;
+  const int32_t n = o.numRanks, L = o.channels * K;
+  s.collective = o.collective;
+  s.numRanks = n;
+  s.chunksPerLoop = n * L;
+  s.inplace = o.inplace;
+  s.stage = Stage::Lowered;
+  s.name = o.name.empty()
+               ? llvm::formatv("hierring{0}x{1}_{2}_c{3}_k{4}_{5}", N, G,
+                               collectiveName(o.collective), o.channels, K,
+                               o.inplace ? "inplace" : "outofplace")
+                     .str()
+               : o.name;
+  s.ranks.resize(n);
+  ChainState st(n);
+  std::vector<std::vector<RankId>> intra, rails;
+  nodeAndRailRings(o.nodes, lorder, intra, rails);
+  // Where rank r's sub-chunk j of channel c lives in the full buffer; the
+  // full buffer is the output (all-gather) or the input (reduce-scatter),
+  // and in place the rank's own block is the same slice of it.
+  auto fullUnit = [&](RankId r, int32_t c, int32_t j) {
+    return r * L + c * K + j;
+  };
+  const BufferKind full = gather ? BufferKind::Output : BufferKind::Input;
+  // Reduce-scatter: rank (b, l) keeps node b's partial sum of block
+  // (b', l) in the scratch slot at that block's offset in the input, so
+  // every reduction's local operand sits at its destination's offset (the
+  // form the MSCCL executor expects, docs/MscclXml.md rule 9); the phases'
+  // forwarded partial sums live above those ranks * L slots.
+  if (!gather)
+    st.scratchEnd.assign(n, n * L);
+  for (int32_t c = 0; c < o.channels; ++c) {
+    st.last.assign(n, kNone);
+    for (std::vector<OpId> &l : st.lastOfChunk)
+      l.assign(K, kNone);
+    std::vector<size_t> firstOp(n);
+    for (RankId r = 0; r < n; ++r)
+      firstOp[r] = s.ranks[r].ops.size();
+    // Intra-node ring over node-b' blocks for sub-chunk j: position q of
+    // every node handles block (b', lorder[q]).
+    auto intraSlice = [&](int32_t bSrc, int32_t j) {
+      RingPhaseSpec p;
+      p.kind = gather ? RingPhaseKind::AllGather : RingPhaseKind::ReduceScatter;
+      p.groups = intra;
+      p.chunks = 1;
+      p.chunkChains = true;
+      p.chainOffset = j;
+      p.src = full;
+      p.work = gather ? full : BufferKind::Scratch;
+      p.block = [&, bSrc, j](int32_t, int32_t q, int32_t, BufferKind k) {
+        return BufferRef{k, fullUnit(o.nodes[bSrc][lorder[q]], c, j), 1};
+      };
+      emitRingPhase(s, p, st);
+    };
+    // Ring over rail l (node order) for all sub-chunks, chunk-major.
+    auto railPhase = [&]() {
+      RingPhaseSpec p;
+      p.kind = gather ? RingPhaseKind::AllGather : RingPhaseKind::ReduceScatter;
+      p.groups = rails;
+      p.chunks = K;
+      p.chunkChains = true;
+      p.src = gather ? full : BufferKind::Scratch;
+      // Out-of-place reduce-scatter finishes in scratch (the reduction
+      // into the rank's own slot then reads its destination) and copies
+      // the result out.
+      p.work = gather ? full
+                      : (o.inplace ? BufferKind::Input : BufferKind::Scratch);
+      p.block = [&](int32_t l, int32_t b, int32_t j, BufferKind k) {
+        return BufferRef{k, fullUnit(o.nodes[b][l], c, j), 1};
+      };
+      emitRingPhase(s, p, st);
+      if (!gather && !o.inplace)
+        for (int32_t j = 0; j < K; ++j)
+          for (RankId r = 0; r < n; ++r) {
+            Op op = makeLocal(
+                OpKind::Copy, BufferRef{BufferKind::Output, c * K + j, 1},
+                BufferRef{BufferKind::Scratch, fullUnit(r, c, j), 1});
+            OpId &last = st.lastOfChunk[r][j];
+            if (last != kNone)
+              op.deps = {last};
+            auto &ops = s.ranks[r].ops;
+            ops.push_back(std::move(op));
+            last = st.last[r] = static_cast<OpId>(ops.size() - 1);
+          }
+    };
+    // The intra-node rings run on channel c and the rails on channel
+    // channels + c: each phase's sub-chunks stay in order in one
+    // threadblock, and fuse never merges a rail's receive with the
+    // intra-node send of the same block (that op would need a threadblock
+    // whose send and receive peers the two rings' threadblocks already use).
+    auto onChannel = [&](ChannelId ch, const std::function<void()> &emitFn) {
+      std::vector<size_t> from(n);
+      for (RankId r = 0; r < n; ++r)
+        from[r] = s.ranks[r].ops.size();
+      emitFn();
+      for (RankId r = 0; r < n; ++r)
+        for (size_t i = from[r]; i < s.ranks[r].ops.size(); ++i)
+          s.ranks[r].ops[i].channel = ch;
+    };
+    const ChannelId intraChannel = c, railChannel = o.channels + c;
+    auto intraPhases = [&]() {
+      for (int32_t j = 0; j < K; ++j)
+        for (int32_t b = 0; b < N; ++b)
+          intraSlice(b, j);
+    };
+    if (gather) {
+      // Out of place the rank's own block is copied into its output slot
+      // first, at the head of each sub-chunk's chain.
+      if (!o.inplace)
+        for (int32_t j = 0; j < K; ++j)
+          for (RankId r = 0; r < n; ++r) {
+            Op op = makeLocal(OpKind::Copy,
+                              BufferRef{BufferKind::Output, fullUnit(r, c, j), 1},
+                              BufferRef{BufferKind::Input, c * K + j, 1});
+            auto &ops = s.ranks[r].ops;
+            ops.push_back(std::move(op));
+            st.lastOfChunk[r][j] = st.last[r] =
+                static_cast<OpId>(ops.size() - 1);
+          }
+      onChannel(railChannel, railPhase);
+      onChannel(intraChannel, intraPhases);
+    } else {
+      onChannel(intraChannel, intraPhases);
+      onChannel(railChannel, railPhase);
+    }
+    // The copies of all-gather's own blocks go with the rails.
+    for (RankId r = 0; r < n; ++r)
+      for (size_t i = firstOp[r]; i < s.ranks[r].ops.size(); ++i)
+        if (s.ranks[r].ops[i].channel == kNone)
+          s.ranks[r].ops[i].channel = railChannel;
+  }
+  for (RankId r = 0; r < n; ++r) {
+    s.ranks[r].scratchChunks = st.scratchEnd[r];
+    setCollectiveBuffers(s.ranks[r], o.collective, s.chunksPerLoop, L,
+                         o.inplace);
+  }
+  return std::move(s);
+}
+
 } // namespace
 
 llvm::Expected<Schedule> lowerHierRing(const HierRingOptions &o) {
   std::vector<std::string> problems;
-  if (o.collective != Collective::AllReduce)
-    problems.push_back(("the hierarchical ring supports allreduce only, not " +
-                        collectiveName(o.collective))
-                           .str());
   if (o.nodes.size() < 2)
     problems.push_back(llvm::formatv("the hierarchical ring needs at least 2 "
                                      "nodes with GPUs, the topology has {0}",
@@ -313,6 +454,8 @@ llvm::Expected<Schedule> lowerHierRing(const HierRingOptions &o) {
   const size_t g = o.nodes[0].size();
   checkNodeLayout(o.nodes, o.numRanks, o.localOrder, "the hierarchical ring",
                   problems);
+  // The all-reduce's units and the gather/scatter's (ranks * channels *
+  // chunks) are the same count.
   const int64_t units =
       int64_t(o.channels) * int64_t(g) * int64_t(o.nodes.size()) * o.chunks;
   if (units > 32767)

@@ -25,7 +25,7 @@
 namespace topocc::passes {
 
 struct HierRingOptions {
-  ir::Collective collective = ir::Collective::AllReduce; ///< allreduce only
+  ir::Collective collective = ir::Collective::AllReduce;
   int32_t numRanks = 0;
   /// The ranks of each node by local index; every node has the same count G
   /// and every rank appears once. Local index l of all nodes is rail l.
@@ -39,11 +39,16 @@ struct HierRingOptions {
   std::string name; ///< schedule name; a default is derived when empty
 };
 
-/// Data layout per channel c (G local GPUs, N nodes, K chunks; U = G*N*K):
-/// unit c*U + l*N*K + j*N + b is block b (node ring position) of sub-chunk
-/// j of shard l. nchunksperloop = channels * U.
-/// User error listing every problem for bad options (not allreduce, fewer
-/// than 2 nodes, unequal nodes, a rank missing or repeated, bad local order,
+/// All-reduce data layout per channel c (G local GPUs, N nodes, K chunks;
+/// U = G*N*K): unit c*U + l*N*K + j*N + b is block b (node ring position)
+/// of sub-chunk j of shard l. nchunksperloop = channels * U.
+/// All-gather and reduce-scatter: rank r's block is units r*L .. r*L+L-1
+/// (L = channels * K), sub-chunk j of channel c at r*L + c*K + j;
+/// nchunksperloop = ranks * L. All-gather runs the rails first (every rank
+/// gets its rail's blocks), then one intra-node ring per source node;
+/// reduce-scatter runs the intra-node rings first (one per destination
+/// node, partial sums in scratch), then the rails.
+/// User error listing every problem for bad options (fewer than 2 nodes, unequal nodes, a rank missing or repeated, bad local order,
 /// counts out of range).
 llvm::Expected<ir::Schedule> lowerHierRing(const HierRingOptions &o);
 
@@ -74,6 +79,9 @@ struct RingPhaseSpec {
   /// the inter-node rings carry earlier sub-chunks). Every phase of a
   /// lowering must then use it (ChainState::lastOfChunk).
   bool chunkChains = false;
+  /// With chunkChains: sub-chunk j extends chain chainOffset + j (a phase
+  /// emitted one sub-chunk at a time passes that sub-chunk's index).
+  int32_t chainOffset = 0;
 };
 
 /// Chain state shared by the phases of one lowering: per rank the last op

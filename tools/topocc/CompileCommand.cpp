@@ -874,7 +874,7 @@ void registerCompileCommand(CLI::App &app) {
                   "REQUIRED (except with --run-pass): allreduce, allgather "
                   "or reducescatter");
   cmd->add_option("--algorithm", opts->algorithm,
-                  "Algorithm: ring, hier-ring (multi-node all-reduce), "
+                  "Algorithm: ring, hier-ring (multi-node: rails and intra-node rings), "
                   "trees (ForestColl spanning trees), cerar (coded "
                   "all-reduce), hier-cerar (exact intra-node phases, CERAR "
                   "across nodes) or auto (the fastest candidate by the "
