@@ -138,11 +138,15 @@ TEST(CompileRingsTest, HierRingCompilesVerifiesAndIsCosted) {
   ASSERT_TRUE(bool(low));
   EXPECT_FALSE(bool(ir::verifySchedule(*low)));
 
-  req.collective = ir::Collective::AllGather;
-  plan = compile(t, req, log);
-  ASSERT_FALSE(bool(plan));
-  EXPECT_EQ(topocc::testing::errorMessage(plan.takeError()),
-            "the hierarchical ring supports allreduce only, not allgather");
+  // All-gather and reduce-scatter: ranks * chunks units, verified.
+  for (ir::Collective c :
+       {ir::Collective::AllGather, ir::Collective::ReduceScatter}) {
+    req.collective = c;
+    plan = compile(t, req, log);
+    ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+    EXPECT_EQ(plan->schedule.chunksPerLoop, 16 * 2);
+    EXPECT_FALSE(bool(ir::verifySchedule(plan->schedule)));
+  }
   topo::Topology one = library("ndv2.yaml");
   req.collective = ir::Collective::AllReduce;
   plan = compile(one, req, log);
