@@ -67,7 +67,7 @@ TEST(LowerHierRingTest, GatherAndScatterVerify) {
                    Case{4, 3, 1, 3}})
       for (bool inplace : {false, true}) {
         SCOPED_TRACE(::testing::Message()
-                     << collectiveName(coll) << " " << c.nodes << "x" << c.g
+                     << collectiveName(coll).str() << " " << c.nodes << "x" << c.g
                      << " c" << c.channels << " k" << c.chunks
                      << (inplace ? " inplace" : ""));
         HierRingOptions o = opts(c.nodes, c.g, c.channels, c.chunks, inplace);
@@ -82,9 +82,11 @@ TEST(LowerHierRingTest, GatherAndScatterVerify) {
             << topocc::testing::errorMessage(std::move(problems));
         // Inter-node messages stay on rails.
         for (RankId r = 0; r < s->numRanks; ++r)
-          for (const Op &op : s->ranks[r].ops)
-            if (sends(op.kind) && op.sendPeer / c.g != r / c.g)
+          for (const Op &op : s->ranks[r].ops) {
+            if (sends(op.kind) && op.sendPeer / c.g != r / c.g) {
               EXPECT_EQ(op.sendPeer % c.g, r % c.g);
+            }
+          }
       }
 }
 
