@@ -333,6 +333,15 @@ Schedule HierLowering::runGatherScatter() {
     std::vector<size_t> firstOp(n);
     for (RankId r = 0; r < n; ++r)
       firstOp[r] = s.ranks[r].ops.size();
+    // Appends a local op to sub-chunk j's chain on rank r.
+    auto chainOp = [&](RankId r, int32_t j, Op op) {
+      OpId &last = st.lastOfChunk[r][j];
+      if (last != kNone)
+        op.deps = {last};
+      auto &ops = s.ranks[r].ops;
+      ops.push_back(std::move(op));
+      last = st.last[r] = static_cast<OpId>(ops.size() - 1);
+    };
     // Intra-node ring over node-b' blocks for sub-chunk j: position q of
     // every node handles block (b', lorder[q]).
     auto intraSlice = [&](int32_t bSrc, int32_t j) {
@@ -368,17 +377,12 @@ Schedule HierLowering::runGatherScatter() {
       emitRingPhase(s, p, st);
       if (!gather && !o.inplace)
         for (int32_t j = 0; j < K; ++j)
-          for (RankId r = 0; r < n; ++r) {
-            Op op = makeLocal(
-                OpKind::Copy, BufferRef{BufferKind::Output, c * K + j, 1},
-                BufferRef{BufferKind::Scratch, fullUnit(r, c, j), 1});
-            OpId &last = st.lastOfChunk[r][j];
-            if (last != kNone)
-              op.deps = {last};
-            auto &ops = s.ranks[r].ops;
-            ops.push_back(std::move(op));
-            last = st.last[r] = static_cast<OpId>(ops.size() - 1);
-          }
+          for (RankId r = 0; r < n; ++r)
+            chainOp(r, j,
+                    makeLocal(OpKind::Copy,
+                              BufferRef{BufferKind::Output, c * K + j, 1},
+                              BufferRef{BufferKind::Scratch, fullUnit(r, c, j),
+                                        1}));
     };
     // The intra-node rings run on channel c and the rails on channel
     // channels + c: each phase's sub-chunks stay in order in one
@@ -405,15 +409,11 @@ Schedule HierLowering::runGatherScatter() {
       // first, at the head of each sub-chunk's chain.
       if (!o.inplace)
         for (int32_t j = 0; j < K; ++j)
-          for (RankId r = 0; r < n; ++r) {
-            Op op = makeLocal(OpKind::Copy,
+          for (RankId r = 0; r < n; ++r)
+            chainOp(r, j,
+                    makeLocal(OpKind::Copy,
                               BufferRef{BufferKind::Output, fullUnit(r, c, j), 1},
-                              BufferRef{BufferKind::Input, c * K + j, 1});
-            auto &ops = s.ranks[r].ops;
-            ops.push_back(std::move(op));
-            st.lastOfChunk[r][j] = st.last[r] =
-                static_cast<OpId>(ops.size() - 1);
-          }
+                              BufferRef{BufferKind::Input, c * K + j, 1}));
       onChannel(railChannel, railPhase);
       onChannel(intraChannel, intraPhases);
     } else {
