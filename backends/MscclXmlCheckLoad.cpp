@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/MscclXmlCheckImpl.h"
+#include "backends/ServedSizes.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -114,6 +115,24 @@ void Checker::checkLoadAlgo(const MscclAlgo &a) {
         llvm::formatv("rule 10: nchunksperloop={0} must be a multiple of "
                       "ngpus={1} for {2}",
                       a.nchunksperloop, a.ngpus, a.coll));
+  // Selection (backends/ServedSizes.h): a call uses the file only when its
+  // element count (times ngpus for allgather, reducescatter and alltoall)
+  // is a multiple of nchunksperloop; a count no power of two can meet
+  // leaves the file unused for the sizes people call with.
+  if (a.ngpus >= 1 && a.nchunksperloop >= 1)
+    if (std::optional<ir::Collective> coll = ir::collectiveFromName(a.coll)) {
+      ServedSizes served = servedSizes(*coll, a.ngpus, a.nchunksperloop,
+                                       a.minBytes, a.maxBytes);
+      if (!served.powersOfTwo())
+        warn(MscclRule::Other, at(el, "nchunksperloop"),
+             llvm::formatv("nchunksperloop={0}: the runtimes select this "
+                           "file only for calls whose size in elements "
+                           "(nBytes over the type's size) is a multiple of "
+                           "{1}, so it serves {2}. Every other call silently "
+                           "runs the runtime's own algorithm",
+                           a.nchunksperloop, served.elementMultiple,
+                           describeServedSizes(served)));
+    }
   for (llvm::StringRef key : {"inplace", "outofplace"}) {
     int val = key == "inplace" ? a.inplace : a.outofplace;
     if (val != 0 && val != 1)

@@ -94,6 +94,18 @@ llvm::Error checkCompileRequest(const CompileRequest &req) {
         " produces a coded schedule (linear combinations with coefficients "
         "and subtraction) that the MSCCL executor cannot run; use --emit "
         "plan (topocc runtime) or --emit ir");
+  if (req.channels < 0 || req.channels > req.target.ringChannelLimit()) {
+    const bool msccl = req.target.maxChannels > 0;
+    return makeUserError(llvm::formatv(
+        "--channels {0} is out of range for --emit {1}: 1 to {2}{3}, or auto",
+        req.channels, ir::outputFormatName(req.target.format),
+        req.target.ringChannelLimit(),
+        msccl ? llvm::formatv(" (MSCCL's and NCCL's MAXCHANNELS; --emit plan "
+                              "and ir take up to {0})",
+                              ir::kMaxRingChannels)
+                    .str()
+              : std::string()));
+  }
   if (req.proto != "Simple" && req.proto != "LL" && req.proto != "LL128")
     return makeUserError("unknown --proto '" + req.proto +
                          "'; expected 'Simple', 'LL' or 'LL128'");

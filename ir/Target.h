@@ -22,6 +22,9 @@ namespace topocc::ir {
 
 /// MSCCL connects channels 0..nchannels-1 with nchannels <= 32 (MAXCHANNELS).
 constexpr int32_t kMscclMaxChannels = 32;
+/// The most rings (--channels) a ring schedule or the ring search takes
+/// where the output has no channel limit (plan JSON, the textual IR).
+constexpr int32_t kMaxRingChannels = 64;
 /// MSCCL_MAX_NUM_STEPS of a default msccl-executor-nccl build.
 constexpr int32_t kMscclMaxSteps = 64;
 /// A step's dependency id is stored in 8 signed bits.
@@ -136,6 +139,13 @@ struct TargetLimits {
   /// maxChannels as a count to compare against (kNoLimit for none).
   int32_t channelLimit() const {
     return maxChannels > 0 ? maxChannels : kNoLimit;
+  }
+
+  /// The largest --channels (rings) for this output: MSCCL's 32 for MSCCL
+  /// XML and NCCL graph files, kMaxRingChannels for plans and the IR.
+  int32_t ringChannelLimit() const {
+    return channelLimit() < kMaxRingChannels ? channelLimit()
+                                             : kMaxRingChannels;
   }
 };
 

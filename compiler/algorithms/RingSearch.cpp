@@ -14,6 +14,7 @@
 #include "compiler/algorithms/RingSearch.h"
 
 #include "compiler/analysis/NetRoutes.h"
+#include "ir/Target.h"
 
 #include "support/Diagnostics.h"
 
@@ -813,10 +814,10 @@ llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
   int n = t.numRanks();
   if (n < 2)
     return makeUserError("ring search needs at least 2 ranks");
-  if (opts.channels < 0 || opts.channels > 64)
+  if (opts.channels < 0 || opts.channels > ir::kMaxRingChannels)
     return makeUserError(llvm::formatv(
-        "--channels {0} is out of range (expected 1 to 64, or auto)",
-        opts.channels));
+        "--channels {0} is out of range (expected 1 to {1}, or auto)",
+        opts.channels, ir::kMaxRingChannels));
   if (!(opts.bytes > 0))
     return makeUserError("--size must be positive");
   if (opts.collective != ir::Collective::AllReduce &&

@@ -81,4 +81,24 @@ std::string predictionText(const Prediction &p) {
   return line;
 }
 
+llvm::json::Object predictionJson(const Prediction &p) {
+  llvm::json::Object sim{{"mode", simModeName(p.mode)},
+                         {"time_s", p.sim.time},
+                         {"algbw_GBps", p.sim.algbw / 1e9},
+                         {"busbw_GBps", p.sim.busbw / 1e9}};
+  if (p.bound) {
+    sim["bound"] = "realizable";
+    sim["bound_time_s"] = p.bound->time;
+    sim["bound_busbw_GBps"] = p.bound->busbw / 1e9;
+    sim["percent_of_bound"] = 100.0 * p.fractionOfBound();
+    if (p.physical)
+      sim["physical_bound_busbw_GBps"] = p.physical->busbw / 1e9;
+  } else {
+    sim["bound_error"] = p.boundError;
+  }
+  if (p.coded)
+    sim["coded"] = true;
+  return sim;
+}
+
 } // namespace topocc::analysis

@@ -20,6 +20,7 @@
 #include "ir/Schedule.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <optional>
 #include <string>
@@ -71,6 +72,13 @@ predictSchedule(const topo::Topology &t, const ir::Schedule &s, double bytes,
 /// realizable bound (busbw 318.70 GB/s; physical bound busbw 332.00
 /// GB/s)".
 std::string predictionText(const Prediction &p);
+
+/// The prediction as JSON, the shape `verify --format json` and `compile
+/// --format json` share: mode, time_s, algbw_GBps, busbw_GBps and, with a
+/// bound, bound ("realizable"), bound_time_s, bound_busbw_GBps,
+/// percent_of_bound, physical_bound_busbw_GBps; without one bound_error.
+/// A coded schedule adds coded: true.
+llvm::json::Object predictionJson(const Prediction &p);
 
 } // namespace topocc::analysis
 

@@ -28,6 +28,17 @@ llvm::Expected<Lowered> lowerHierRing(const topo::Topology *t,
                          "hier-ring a number of channels");
   if (!req.ringOrder.empty() || req.rankOrder)
     return makeUserError("--ring applies to --algorithm ring, not hier-ring");
+  // All-gather and reduce-scatter run the rails on channels of their own
+  // (passes::lowerHierRing), so each --channels takes two.
+  if (req.collective != ir::Collective::AllReduce &&
+      2 * int64_t(req.channels) > req.target.channelLimit())
+    return makeUserError(llvm::formatv(
+        "--algorithm hier-ring {0} runs its rails on channels of their own: "
+        "--channels {1} needs {2} channels, more than the {3} of --emit {4}; "
+        "use --channels {5} or fewer",
+        ir::collectiveName(req.collective), req.channels, 2 * req.channels,
+        req.target.channelLimit(), ir::outputFormatName(req.target.format),
+        req.target.channelLimit() / 2));
   passes::HierRingOptions o;
   o.collective = req.collective;
   o.numRanks = t->numRanks();

@@ -18,6 +18,7 @@
 
 #include "compiler/passes/LowerHierRing.h"
 
+#include "ir/Target.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -442,9 +443,9 @@ llvm::Expected<Schedule> lowerHierRing(const HierRingOptions &o) {
     problems.push_back(llvm::formatv("the hierarchical ring needs at least 2 "
                                      "nodes with GPUs, the topology has {0}",
                                      o.nodes.size()));
-  if (o.channels < 1 || o.channels > 32)
+  if (o.channels < 1 || o.channels > kMaxRingChannels)
     problems.push_back(llvm::formatv(
-        "--channels must be between 1 and 32 (MSCCL channels), got {0}",
+        "--channels must be between 1 and {0}, got {1}", kMaxRingChannels,
         o.channels));
   if (o.chunks < 1)
     problems.push_back(

@@ -19,6 +19,7 @@
 
 #include "compiler/passes/LowerRing.h"
 
+#include "ir/Target.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -265,9 +266,9 @@ llvm::Expected<Schedule> lowerRing(const RingOptions &o) {
     problems.push_back(llvm::formatv("a ring needs at least 2 ranks, the "
                                      "topology has {0}",
                                      o.numRanks));
-  if (o.channels < 1 || o.channels > 32)
+  if (o.channels < 1 || o.channels > kMaxRingChannels)
     problems.push_back(llvm::formatv(
-        "--channels must be between 1 and 32 (MSCCL channels), got {0}",
+        "--channels must be between 1 and {0}, got {1}", kMaxRingChannels,
         o.channels));
   if (o.chunks < 1)
     problems.push_back(

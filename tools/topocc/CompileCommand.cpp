@@ -77,6 +77,7 @@ struct CompileOptions {
   int maxSteps = ir::kMscclMaxSteps;
   std::string scenario;
   std::string emit = "msccl-xml";
+  std::string format = "text"; ///< the report on stdout: text or json
   /// SMs of the target GPU; -1: from the topology's GPU model
   /// (ir::kDefaultSmCount without a topology).
   int smCount = -1;
@@ -207,46 +208,65 @@ predictFile(const topo::Topology &t, const ir::Schedule &s,
   return out;
 }
 
-/// "  predicted at 64 MiB (runtime model): ..." for the file `s` is written
-/// as (predictFile).
-llvm::Expected<std::string> predictionFor(const topo::Topology &t,
-                                          const ir::Schedule &s,
-                                          ir::OutputFormat emit,
-                                          llvm::StringRef text,
-                                          const CompileOptions &opts,
-                                          double bytes) {
-  auto p = predictFile(t, s, emit, text, opts.output, {bytes});
-  if (!p)
-    return p.takeError();
-  return "  predicted at " + sizeText(bytes) +
-         " (runtime model): " + analysis::predictionText(p->front()) + "\n";
+/// A schedule's shape as the summary line and --format json report it.
+struct ScheduleStats {
+  size_t threadblocks = 0, steps = 0, maxTbs = 0, maxSteps = 0;
+};
+ScheduleStats scheduleStats(const ir::Schedule &s) {
+  ScheduleStats st;
+  for (const ir::RankProgram &rp : s.ranks) {
+    std::map<ir::TbId, size_t> perTb;
+    for (const ir::Op &op : rp.ops)
+      ++perTb[op.threadblock];
+    st.threadblocks += perTb.size();
+    st.maxTbs = std::max(st.maxTbs, perTb.size());
+    for (auto &[tb, n] : perTb)
+      st.maxSteps = std::max(st.maxSteps, n);
+    st.steps += rp.ops.size();
+  }
+  return st;
 }
 
 /// "ring allreduce, 4 ranks, 1 channel, 4 threadblocks (1 per rank), 28
 /// steps (at most 7 per threadblock), nchunksperloop 4"
 std::string scheduleSummary(const ir::Schedule &s, llvm::StringRef algorithm,
                             const ir::TargetLimits &target) {
-  size_t threadblocks = 0, steps = 0, maxTbs = 0, maxSteps = 0;
-  for (const ir::RankProgram &rp : s.ranks) {
-    std::map<ir::TbId, size_t> perTb;
-    for (const ir::Op &op : rp.ops)
-      ++perTb[op.threadblock];
-    threadblocks += perTb.size();
-    maxTbs = std::max(maxTbs, perTb.size());
-    for (auto &[tb, n] : perTb)
-      maxSteps = std::max(maxSteps, n);
-    steps += rp.ops.size();
-  }
+  ScheduleStats st = scheduleStats(s);
   return llvm::formatv("{0} {1}, {2} ranks, {3} channel{4}, {5} "
                        "threadblocks ({6} per rank at most), {7} steps ({8} "
                        "per threadblock at most), nchunksperloop {9}{10}",
                        algorithm, ir::collectiveName(s.collective), s.numRanks,
                        s.numChannels, s.numChannels == 1 ? "" : "s",
-                       threadblocks, maxTbs, steps, maxSteps, s.chunksPerLoop,
+                       st.threadblocks, st.maxTbs, st.steps, st.maxSteps,
+                       s.chunksPerLoop,
                        target.format == ir::OutputFormat::MscclXml
                            ? "; for " + backends::describeMscclTarget(target)
                            : std::string())
       .str();
+}
+
+/// The --format json form of scheduleSummary.
+llvm::json::Object scheduleJson(const ir::Schedule &s) {
+  ScheduleStats st = scheduleStats(s);
+  return llvm::json::Object{
+      {"collective", ir::collectiveName(s.collective)},
+      {"ranks", s.numRanks},
+      {"channels", s.numChannels},
+      {"threadblocks", int64_t(st.threadblocks)},
+      {"maxThreadblocksPerRank", int64_t(st.maxTbs)},
+      {"steps", int64_t(st.steps)},
+      {"maxStepsPerThreadblock", int64_t(st.maxSteps)},
+      {"nchunksperloop", s.chunksPerLoop},
+  };
+}
+
+/// What a served-sizes line says, as JSON.
+llvm::json::Object servedJson(const backends::ServedSizes &served) {
+  return llvm::json::Object{
+      {"elementMultiple", served.elementMultiple},
+      {"powersOfTwo", served.powersOfTwo()},
+      {"text", backends::describeServedSizes(served)},
+  };
 }
 
 /// "wrote FILE: " and scheduleSummary.
@@ -370,58 +390,58 @@ std::string windowLine(const SizeWindow &w) {
       .str();
 }
 
-/// The index of a window set (DIR/index/STEM.json).
-std::string windowIndexJson(const topo::Topology &t, const CompileOptions &opts,
-                            int64_t minBytes, int64_t maxBytes,
-                            const ir::TargetLimits &target,
-                            llvm::ArrayRef<RenderedWindow> windows) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::json::OStream j(os, 2);
-  j.object([&] {
-    j.attribute("generator", std::string("topocc ") + TOPOCC_VERSION);
-    j.attribute("topology", t.name());
-    j.attribute("collective", opts.collective);
-    j.attribute("inplace", opts.inplace);
-    j.attribute("target", backends::describeMscclTarget(target));
-    j.attribute("minBytes", minBytes);
-    j.attribute("maxBytes", maxBytes);
-    j.attribute("bounds", "minBytes and maxBytes inclusive, as the MSCCL "
-                          "runtimes compare nBytes (nccl-tests' size)");
-    j.attributeArray("windows", [&] {
-      for (const RenderedWindow &w : windows) {
-        const ir::Schedule &s = w.window.result.schedule;
-        backends::ServedSizes served =
-            backends::servedSizes(s, w.window.minBytes, w.window.maxBytes);
-        j.object([&] {
-          j.attribute("file", w.file);
-          j.attribute("minBytes", w.window.minBytes);
-          j.attribute("maxBytes", w.window.maxBytes);
-          j.attribute("algorithm", algorithmName(w.window.result.algorithm));
-          j.attribute("flags", w.window.result.chosenFlags);
-          j.attribute("nchunksperloop", s.chunksPerLoop);
-          j.attributeObject("serves", [&] {
-            j.attribute("elementMultiple", served.elementMultiple);
-            j.attribute("powersOfTwo", served.powersOfTwo());
-            j.attribute("text", backends::describeServedSizes(served));
-          });
-          j.attributeArray("predicted", [&] {
-            for (const analysis::Prediction &p : w.predictions)
-              j.object([&] {
-                j.attribute("bytes", static_cast<int64_t>(p.bytes));
-                j.attribute("timeSeconds", p.sim.time);
-                j.attribute("algbwGBps", p.sim.algbw / 1e9);
-                j.attribute("busbwGBps", p.sim.busbw / 1e9);
-                if (p.bound)
-                  j.attribute("fractionOfRealizableBound", p.fractionOfBound());
-              });
-          });
-        });
-      }
-    });
-  });
-  os << "\n";
-  return os.str();
+/// The index of a window set (DIR/index/STEM.json; also what --sizes
+/// --format json prints).
+llvm::json::Object windowIndexJson(const topo::Topology &t,
+                                   const CompileOptions &opts,
+                                   int64_t minBytes, int64_t maxBytes,
+                                   const ir::TargetLimits &target,
+                                   llvm::ArrayRef<RenderedWindow> windows) {
+  llvm::json::Array list;
+  for (const RenderedWindow &w : windows) {
+    const ir::Schedule &s = w.window.result.schedule;
+    llvm::json::Array predicted;
+    for (const analysis::Prediction &p : w.predictions) {
+      llvm::json::Object o{{"bytes", static_cast<int64_t>(p.bytes)},
+                           {"timeSeconds", p.sim.time},
+                           {"algbwGBps", p.sim.algbw / 1e9},
+                           {"busbwGBps", p.sim.busbw / 1e9}};
+      if (p.bound)
+        o["fractionOfRealizableBound"] = p.fractionOfBound();
+      predicted.push_back(std::move(o));
+    }
+    llvm::json::Object o{
+        {"minBytes", w.window.minBytes},
+        {"maxBytes", w.window.maxBytes},
+        {"algorithm", algorithmName(w.window.result.algorithm)},
+        {"flags", w.window.result.chosenFlags},
+        {"nchunksperloop", s.chunksPerLoop},
+        {"predicted", std::move(predicted)},
+    };
+    if (!w.file.empty()) {
+      o["file"] = w.file;
+      o["serves"] = servedJson(
+          backends::servedSizes(s, w.window.minBytes, w.window.maxBytes));
+    }
+    list.push_back(std::move(o));
+  }
+  return llvm::json::Object{
+      {"generator", std::string("topocc ") + TOPOCC_VERSION},
+      {"topology", t.name()},
+      {"collective", opts.collective},
+      {"inplace", opts.inplace},
+      {"target", backends::describeMscclTarget(target)},
+      {"minBytes", minBytes},
+      {"maxBytes", maxBytes},
+      {"bounds", "minBytes and maxBytes inclusive, as the MSCCL runtimes "
+                 "compare nBytes (nccl-tests' size)"},
+      {"windows", std::move(list)},
+  };
+}
+
+/// `v` as indented JSON text with a final newline.
+std::string jsonText(llvm::json::Value v) {
+  return llvm::formatv("{0:2}\n", v).str();
 }
 
 /// Whether `name` is a window file of the set named `stem` ("NN-STEM-...",
@@ -541,6 +561,7 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
   }
 
   std::string report;
+  std::vector<std::string> written; ///< every file, in write order
   auto windowReport = [&](const RenderedWindow &w) {
     report += windowLine(w.window);
     if (xml)
@@ -566,6 +587,7 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
       llvm::sys::path::append(path, w.file);
       if (auto err = writeOutputFile(path, w.text))
         return err;
+      written.push_back(path.str().str());
       report += "wrote " + path.str().str() + ": " +
                 scheduleSummary(w.window.result.schedule,
                                 algorithmName(w.window.result.algorithm),
@@ -583,9 +605,11 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
     llvm::SmallString<256> indexPath(indexDir);
     llvm::sys::path::append(indexPath, stem + ".json");
     if (auto err = writeOutputFile(
-            indexPath, windowIndexJson(t, opts, range->first, range->second,
-                                       req.target, rendered)))
+            indexPath,
+            jsonText(windowIndexJson(t, opts, range->first, range->second,
+                                     req.target, rendered))))
       return err;
+    written.push_back(indexPath.str().str());
     report += llvm::formatv("wrote {0}: {1} window{2} tiling {3} to {4} B; "
                             "install with export MSCCL_ALGO_DIR={5}\n",
                             indexPath, rendered.size(),
@@ -610,6 +634,7 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
       return text.takeError();
     if (auto err = writeOutputFile(opts.output, *text))
       return err;
+    written.push_back(opts.output);
     report += llvm::formatv("wrote {0}: plan set of {1} variant{2} tiling {3} "
                             "to {4} B\n",
                             opts.output, rendered.size(),
@@ -624,7 +649,23 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
       windowReport(rendered[i]);
     }
   }
-  llvm::outs() << report;
+  if (opts.format == "json") {
+    llvm::json::Object o =
+        windowIndexJson(t, opts, range->first, range->second, req.target,
+                        rendered);
+    llvm::json::Array files;
+    for (std::string &f : written)
+      files.push_back(std::move(f));
+    o["written"] = std::move(files);
+    o["emit"] = opts.emit;
+    if (llvm::json::Array *ws = o.getArray("windows"))
+      for (size_t i = 0; i < ws->size(); ++i)
+        if (llvm::json::Object *wo = (*ws)[i].getAsObject())
+          (*wo)["schedule"] = scheduleJson(rendered[i].window.result.schedule);
+    llvm::outs() << jsonText(std::move(o));
+  } else {
+    llvm::outs() << report;
+  }
   return llvm::Error::success();
 }
 
@@ -643,6 +684,11 @@ llvm::Error runCompile(const CompileOptions &given) {
   auto emit = ir::parseOutputFormat(opts.emit);
   if (!emit)
     return emit.takeError();
+  if (auto err = checkFormat(opts.format))
+    return err;
+  if (opts.format == "json" && opts.output == "-")
+    return makeUserError("--format json prints the report on stdout; write "
+                         "the schedule to a file with -o FILE");
   if (!opts.sizes.empty()) {
     if (!opts.runPass.empty() || opts.topology.empty())
       return makeUserError("--sizes compiles a topology (not --run-pass)");
@@ -717,6 +763,10 @@ llvm::Error runCompile(const CompileOptions &given) {
   meta.generator = std::string("topocc ") + TOPOCC_VERSION;
   meta.algorithm = opts.algorithm;
   std::string text, ringsLine, explainLines, predictionLine;
+  std::optional<analysis::Prediction> prediction;
+  /// For --format json: what auto chose and the algorithm's summary.
+  std::string chosenFlags, planSummary;
+  llvm::json::Array ringsJson, explainJson;
   std::optional<topo::Topology> topology; ///< kept for the prediction
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
@@ -788,8 +838,19 @@ llvm::Error runCompile(const CompileOptions &given) {
     meta.errorBound = plan->codedError;
     meta.roundoffGain = plan->codedRoundoffGain;
     if (opts.explain)
-      for (const std::string &line : plan->explain)
+      for (const std::string &line : plan->explain) {
         explainLines += line + "\n";
+        explainJson.push_back(line);
+      }
+    chosenFlags = plan->chosenFlags;
+    planSummary = plan->summary;
+    for (const ChannelRing &cr : plan->rings) {
+      llvm::json::Array order;
+      for (ir::RankId r : cr.order)
+        order.push_back(int64_t(r));
+      ringsJson.push_back(llvm::json::Object{{"order", std::move(order)},
+                                             {"chunks", cr.chunks}});
+    }
     if (plan->coded)
       explainLines += llvm::formatv("coded schedule: worst per-rank error "
                                     "operator norm {0:e}\n",
@@ -827,14 +888,17 @@ llvm::Error runCompile(const CompileOptions &given) {
     }
     text = std::move(*rendered);
     if (topology) {
-      auto line =
-          predictionFor(*topology, result, *emit, text, opts, req.bytes);
-      if (!line) {
+      auto p = predictFile(*topology, result, *emit, text, opts.output,
+                           {req.bytes});
+      if (!p) {
         if (timingsPending)
           log.printTimings(llvm::errs());
-        return line.takeError();
+        return p.takeError();
       }
-      predictionLine = std::move(*line);
+      prediction = std::move(p->front());
+      predictionLine = "  predicted at " + sizeText(req.bytes) +
+                       " (runtime model): " +
+                       analysis::predictionText(*prediction) + "\n";
     }
   }
   // Pass timings, with the emission when compiling a topology.
@@ -842,6 +906,46 @@ llvm::Error runCompile(const CompileOptions &given) {
     log.printTimings(llvm::errs());
   if (auto err = writeOutputFile(opts.output, text))
     return err;
+  if (opts.format == "json") {
+    llvm::json::Object o{
+        {"generator", std::string("topocc ") + TOPOCC_VERSION},
+        {"written", llvm::json::Array{opts.output}},
+        {"emit", opts.emit},
+        {"algorithm", meta.algorithm},
+        {"schedule", scheduleJson(result)},
+    };
+    if (topology) {
+      o["topology"] = topology->name();
+      o["inplace"] = opts.inplace;
+      o["chosenFlags"] = chosenFlags;
+      o["summary"] = planSummary;
+      if (!ringsJson.empty())
+        o["rings"] = std::move(ringsJson);
+    }
+    if (*emit == ir::OutputFormat::MscclXml) {
+      o["target"] = backends::describeMscclTarget(req.target);
+      o["serves"] = servedJson(backends::servedSizes(result));
+    }
+    if (*emit == ir::OutputFormat::NcclGraph)
+      o["ncclChannels"] = int64_t(ncclChannels);
+    if (prediction) {
+      llvm::json::Object p = analysis::predictionJson(*prediction);
+      p["bytes"] = req.bytes;
+      o["prediction"] = std::move(p);
+    }
+    if (opts.explain)
+      o["explain"] = std::move(explainJson);
+    llvm::json::Array noteList;
+    for (const std::string &n : notes)
+      noteList.push_back(n);
+    o["notes"] = std::move(noteList);
+    if (meta.errorBound > 0) {
+      o["codedErrorBound"] = meta.errorBound;
+      o["roundoffGain"] = meta.roundoffGain;
+    }
+    llvm::outs() << jsonText(std::move(o));
+    return llvm::Error::success();
+  }
   if (opts.output != "-" && *emit == ir::OutputFormat::NcclGraph)
     llvm::outs() << llvm::formatv(
         "wrote {0}: NCCL_GRAPH_FILE, {1} ring channel{2} of a verified {3} "
@@ -890,9 +994,10 @@ void registerCompileCommand(CLI::App &app) {
                   "threadblocks per rank and 64 steps per threadblock); "
                   "default: rccl for AMD GPUs, msccl-executor otherwise");
   cmd->add_option("--channels", opts->channels,
-                  "Rings (MSCCL channels), or auto (the ring search chooses, "
-                  "auto also prices 2 to 32); default 1, auto with "
-                  "--algorithm auto");
+                  "Rings (one channel each): 1 to 32 for msccl-xml and "
+                  "nccl-graph (MAXCHANNELS), 1 to 64 for plan and ir; or "
+                  "auto (the ring search chooses, auto also prices 2 to "
+                  "32); default 1, auto with --algorithm auto");
   cmd->add_option("--size", opts->size,
                   "Message size the rings are chosen for (K/M/G/T are "
                   "powers of 1024; docs/CLI.md, Sizes)")
@@ -946,6 +1051,9 @@ void registerCompileCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenario,
                   "Apply this named scenario of the topology first");
+  cmd->add_option("--format", opts->format,
+                  "Report on stdout: text or json (what was written, the "
+                  "algorithm, its shape and the prediction; needs -o FILE)");
   cmd->add_option("--emit", opts->emit, "Output: msccl-xml, ir, nccl-graph or plan (topocc runtime)")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output,

@@ -19,6 +19,7 @@
 #include "compiler/analysis/NcclModel.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
+#include "ir/Target.h"
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
@@ -159,9 +160,12 @@ llvm::Error runRings(const RingsOptions &opts) {
   so.sameLocalOrder = !opts.ncclGraph.empty();
   if (opts.channels != "auto") {
     int c;
-    if (llvm::StringRef(opts.channels).getAsInteger(10, c) || c < 1 || c > 64)
-      return makeUserError("invalid --channels '" + opts.channels +
-                           "' (expected 1 to 64 or auto)");
+    if (llvm::StringRef(opts.channels).getAsInteger(10, c) || c < 1 ||
+        c > ir::kMaxRingChannels)
+      return makeUserError(llvm::formatv("invalid --channels '{0}' (expected "
+                                         "1 to {1} or auto)",
+                                         opts.channels, ir::kMaxRingChannels)
+                               .str());
     so.channels = c;
   }
   auto topo = loadTopology(opts.file, opts.scenario);

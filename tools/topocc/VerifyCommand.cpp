@@ -300,24 +300,8 @@ llvm::json::Value toJson(const VerifyOptions &opts,
                            {"sizeBytes", *sizeBytes}};
       if (!r.topologyError.empty())
         t["error"] = r.topologyError;
-      if (r.sim) {
-        llvm::json::Object sim{{"mode", analysis::simModeName(
-                                            r.prediction->mode)},
-                               {"time_s", r.sim->time},
-                               {"algbw_GBps", r.sim->algbw / 1e9},
-                               {"busbw_GBps", r.sim->busbw / 1e9}};
-        if (r.bound) {
-          sim["bound_time_s"] = r.bound->time;
-          sim["bound_busbw_GBps"] = r.bound->busbw / 1e9;
-          sim["percent_of_bound"] = 100.0 * r.bound->time / r.sim->time;
-          sim["bound"] = "realizable";
-          if (r.prediction && r.prediction->physical)
-            sim["physical_bound_busbw_GBps"] =
-                r.prediction->physical->busbw / 1e9;
-        } else {
-          sim["bound_error"] = r.boundError;
-        }
-        t["simulation"] = std::move(sim);
+      if (r.sim && r.prediction) {
+        t["simulation"] = analysis::predictionJson(*r.prediction);
       } else {
         t["simulation"] = nullptr;
         if (!r.simError.empty())

@@ -148,10 +148,10 @@ TEST(LowerRingTest, RejectsBadRequests) {
   ASSERT_FALSE(bool(s));
   EXPECT_EQ(errorText(s.takeError()),
             "a ring needs at least 2 ranks, the topology has 1");
-  s = lowerRing(opts(Collective::AllReduce, 4, 33, 0));
+  s = lowerRing(opts(Collective::AllReduce, 4, 65, 0));
   ASSERT_FALSE(bool(s));
   EXPECT_EQ(errorText(s.takeError()),
-            "--channels must be between 1 and 32 (MSCCL channels), got 33\n"
+            "--channels must be between 1 and 64, got 65\n"
             "--chunks must be at least 1, got 0");
 }
 
