@@ -229,7 +229,28 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
     }
   }
 
-  // Legend: the link types that occur.
+  // Legend: with utilization the colour scale the links are drawn in (a
+  // link-type legend would show NVLink green while green means idle);
+  // otherwise the link types that occur.
+  if (!o.utilization.empty()) {
+    os << "  subgraph cluster_legend {\n    label=\"link utilization "
+          "(busy time / run)\";\n"
+       << "    style=rounded;\n    color=\"#bbbbbb\";\n"
+       << "    node [shape=plaintext, style=\"\", fontsize=9];\n";
+    for (int pct : {0, 25, 50, 75, 100}) {
+      std::string a = llvm::formatv("legend_util_{0}_a", pct).str();
+      std::string b = llvm::formatv("legend_util_{0}_b", pct).str();
+      os << "    " << quote(a) << " [label=\"\", width=0.1];\n";
+      os << "    " << quote(b) << " [label="
+         << quote(llvm::formatv("{0}%{1}", pct, pct == 0 ? " (idle)" : "")
+                      .str())
+         << "];\n";
+      os << "    " << quote(a) << " -> " << quote(b) << " [color="
+         << quote(heatColor(pct / 100.0)) << ", penwidth=3];\n";
+    }
+    os << "  }\n}\n";
+    return;
+  }
   std::vector<topo::LinkType> types;
   for (const topo::Link &l : base.links())
     if (!llvm::is_contained(types, l.type))

@@ -24,6 +24,12 @@ const char *const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                 "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                                 "#bcbd22", "#17becf"};
 
+/// `s` cut to what fits the legend column (40 characters, then "...").
+std::string legendText(llvm::StringRef s) {
+  constexpr size_t kMax = 40;
+  return s.size() <= kMax ? s.str() : s.take_front(kMax - 3).str() + "...";
+}
+
 std::string escape(llvm::StringRef s) {
   std::string out;
   for (char c : s) {
@@ -280,8 +286,15 @@ LinePlot whatIfPlot(const analysis::WhatIfReport &r) {
     const analysis::WhatIfTable &t = r.tables[ti];
     for (size_t a = 0; a < r.algorithms.size(); ++a) {
       PlotSeries s;
+      // An algorithm keeps its colour in every scenario (the marker tells
+      // the scenarios apart); options given on the command line are named
+      // by what they change.
+      s.color = kPalette[a % std::size(kPalette)];
+      std::string scenario = t.scenario == "cli" && !t.detail.empty()
+                                 ? legendText(t.detail)
+                                 : t.scenario;
       s.name = ti == 0 ? r.algorithms[a]
-                       : r.algorithms[a] + " (" + t.scenario + ")";
+                       : r.algorithms[a] + " (" + scenario + ")";
       s.dashed = a < r.competes.size() && !r.competes[a];
       s.marker = ti == 0 ? PlotSeries::Marker::Circle
                          : kMarkers[(ti - 1) % std::size(kMarkers)];
