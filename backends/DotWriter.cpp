@@ -222,7 +222,7 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
     for (size_t h = 0; h < ring.size() && ring.size() > 1; ++h) {
       int a = ring[h], b = ring[(h + 1) % ring.size()];
       os << "  " << quote(drawn.rankName(a)) << " -> "
-         << quote(drawn.rankName(b)) << " [dir=forward, constraint=false, "
+         << quote(drawn.rankName(b)) << " [dir=forward, "
          << "color=" << quote(color) << ", penwidth=2.5, fontcolor="
          << quote(color) << ", label=" << quote(llvm::formatv("ring {0}", i).str())
          << "];\n";
