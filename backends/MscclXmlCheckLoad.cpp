@@ -116,22 +116,33 @@ void Checker::checkLoadAlgo(const MscclAlgo &a) {
                       "ngpus={1} for {2}",
                       a.nchunksperloop, a.ngpus, a.coll));
   // Selection (backends/ServedSizes.h): a call uses the file only when its
-  // element count (times ngpus for allgather, reducescatter and alltoall)
-  // is a multiple of nchunksperloop; a count no power of two can meet
-  // leaves the file unused for the sizes people call with.
+  // size in elements (count times m, m = ngpus for allgather,
+  // reducescatter and alltoall, else 1) is a multiple of L = lcm
+  // (nchunksperloop, m). People call with power-of-two counts, so the
+  // sizes that matter are m 2^j elements: some of them are served exactly
+  // when the odd part of L divides the odd part of m. A file none of them
+  // selects is unused where it was meant to run.
+  auto oddPart = [](int64_t x) {
+    while (x > 0 && x % 2 == 0)
+      x /= 2;
+    return x;
+  };
   if (a.ngpus >= 1 && a.nchunksperloop >= 1)
     if (std::optional<ir::Collective> coll = ir::collectiveFromName(a.coll)) {
       ServedSizes served = servedSizes(*coll, a.ngpus, a.nchunksperloop,
                                        a.minBytes, a.maxBytes);
-      if (!served.powersOfTwo())
+      const int64_t m = multByG ? a.ngpus : 1;
+      if (oddPart(m) % oddPart(served.elementMultiple) != 0)
         warn(MscclRule::Other, at(el, "nchunksperloop"),
              llvm::formatv("nchunksperloop={0}: the runtimes select this "
                            "file only for calls whose size in elements "
                            "(nBytes over the type's size) is a multiple of "
-                           "{1}, so it serves {2}. Every other call silently "
-                           "runs the runtime's own algorithm",
+                           "{1}, so it serves {2}: no call with a "
+                           "power-of-two count{3} selects it. Every other "
+                           "call silently runs the runtime's own algorithm",
                            a.nchunksperloop, served.elementMultiple,
-                           describeServedSizes(served)));
+                           describeServedSizes(served),
+                           multByG ? " per rank" : ""));
     }
   for (llvm::StringRef key : {"inplace", "outofplace"}) {
     int val = key == "inplace" ? a.inplace : a.outofplace;
