@@ -418,7 +418,7 @@ llvm::json::Object windowIndexJson(const topo::Topology &t,
         {"nchunksperloop", s.chunksPerLoop},
         {"predicted", std::move(predicted)},
     };
-    if (!w.file.empty()) {
+    if (!w.text.empty()) { // MSCCL XML: a file of the directory
       o["file"] = w.file;
       o["serves"] = servedJson(
           backends::servedSizes(s, w.window.minBytes, w.window.maxBytes));
