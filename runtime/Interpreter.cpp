@@ -75,10 +75,34 @@ std::vector<std::string> differences(const RunHeader &h, const RunHeader &ref) {
   return diff;
 }
 
-/// The same message on every rank (each rank sees every header).
-llvm::Error checkHeaders(llvm::ArrayRef<RunHeader> all, int worldSize) {
+/// The same message on every rank that has the table (each such rank sees
+/// every header). `me`: this rank's slot (never missing).
+llvm::Error checkHeaders(llvm::ArrayRef<RunHeader> all, int me, int worldSize,
+                         double timeoutSeconds) {
+  const RunHeader &ref = all[size_t(me)];
+  std::vector<int> missing;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r].missing())
+      missing.push_back(int(r));
   bool same = llvm::all_of(
-      all, [&](const RunHeader &h) { return differences(h, all[0]).empty(); });
+      all, [&](const RunHeader &h) { return sameRun(h, all[0]); });
+  if (!missing.empty()) {
+    std::string msg = llvm::formatv(
+        "{0} {1} did not join the run of {2} within {3} s (failed before "
+        "calling Plan::run, died, or {4} with checkPeers off); no rank ran "
+        "it:",
+        missing.size() == 1 ? "rank" : "ranks",
+        llvm::join(llvm::map_range(missing,
+                                   [](int r) { return std::to_string(r); }),
+                   ", "),
+        describe(ref), timeoutSeconds, missing.size() == 1 ? "runs" : "run");
+    for (size_t r = 0; r < all.size(); ++r)
+      msg += all[r].missing()
+                 ? llvm::formatv("\n  rank {0}: -  <- missing", r).str()
+                 : llvm::formatv("\n  rank {0}: {1}", r, describe(all[r]))
+                       .str();
+    return makeUserError(msg);
+  }
   if (!same) {
     std::string msg = "ranks disagree on the plan or the count (every rank "
                       "must load the same plan and pass the same count and "
@@ -781,10 +805,17 @@ llvm::Error Plan::run(const void *sendbuf, void *recvbuf, size_t count,
     mine.dtype = static_cast<int32_t>(t);
     mine.inplace = s.inplace ? 1 : 0;
     std::strncpy(mine.planName, s.name.c_str(), sizeof(mine.planName) - 1);
-    auto all = tr.allgatherHeader(mine);
+    auto all = tr.allgatherHeader(mine, opts.timeoutSeconds);
     if (!all)
-      return all.takeError();
-    if (auto err = checkHeaders(*all, tr.size()))
+      return makeUserError(llvm::formatv("{0} (this rank: {1})",
+                                         errorMessages(all.takeError()),
+                                         describe(mine))
+                               .str());
+    if (all->size() != size_t(tr.size()) || (*all)[size_t(tr.rank())].missing())
+      return makeInternalError(llvm::formatv(
+          "rank {0}: the transport returned {1} run headers for {2} ranks",
+          tr.rank(), all->size(), tr.size()));
+    if (auto err = checkHeaders(*all, tr.rank(), tr.size(), opts.timeoutSeconds))
       return err;
   } else if (s.numRanks != tr.size()) {
     return makeUserError(llvm::formatv(

@@ -46,8 +46,11 @@ struct RunOptions {
   /// in-place flag differ. Every rank must pass the same value.
   bool checkPeers = true;
   /// > 0: fail with the list of pending messages when no progress is made
-  /// for this many seconds.
-  double timeoutSeconds = 0;
+  /// for this many seconds (and name the ranks that did not join the header
+  /// exchange within it); <= 0: wait without limit. The default is
+  /// PyTorch's for NCCL process groups: a run that waits this long on a
+  /// peer has lost it.
+  double timeoutSeconds = 600;
   /// Run round by round (as stream-ordered transports like NCCL require,
   /// see planRounds) even on a transport that does not need it. Every rank
   /// must pass the same value. Used to test the NCCL ordering on CPUs.

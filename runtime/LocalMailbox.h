@@ -41,9 +41,11 @@ public:
   int size() const { return numRanks; }
 
   /// Rank `me`'s part of all-gather number `call` (each rank counts its
-  /// calls): every rank's header in rank order, once all have arrived.
+  /// calls): every rank's header in rank order, once all have arrived, or
+  /// after `timeoutSeconds` (> 0) with the absent ones missing().
   std::vector<RunHeader> allgatherHeader(int64_t call, int me,
-                                         const RunHeader &mine);
+                                         const RunHeader &mine,
+                                         double timeoutSeconds);
 
   /// Calls `poll(again)` with `mu` held until it returns an index, waiting
   /// for a notification between calls (or calling again at once when it
@@ -159,8 +161,8 @@ public:
         });
   }
   llvm::Expected<std::vector<RunHeader>>
-  allgatherHeader(const RunHeader &mine) override {
-    return rendezvous.allgatherHeader(gatherCalls++, me, mine);
+  allgatherHeader(const RunHeader &mine, double timeoutSeconds) override {
+    return rendezvous.allgatherHeader(gatherCalls++, me, mine, timeoutSeconds);
   }
 
 protected:

@@ -13,6 +13,12 @@
 
 namespace topocc::runtime {
 
+bool sameRun(const RunHeader &a, const RunHeader &b) {
+  return !a.missing() && !b.missing() && a.planHash == b.planHash &&
+         a.count == b.count && a.planRanks == b.planRanks &&
+         a.dtype == b.dtype && a.inplace == b.inplace;
+}
+
 Transport::~Transport() = default;
 
 llvm::Expected<void *> Transport::workspace(int slot, size_t bytes) {

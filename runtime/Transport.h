@@ -37,14 +37,24 @@ using RequestId = int64_t;
 /// What each rank announces before running a plan; every field must agree
 /// (except `rank`). Plain data, sent as bytes.
 struct RunHeader {
+  /// `rank` of a slot whose rank did not announce itself in time.
+  static constexpr int32_t kMissing = -1;
+
   uint64_t planHash = 0;  ///< backends::planContentHash of the schedule
   uint64_t count = 0;     ///< element count passed to Plan::run
-  int32_t rank = 0;       ///< the sender's transport rank
+  int32_t rank = 0;       ///< the sender's transport rank, or kMissing
   int32_t planRanks = 0;  ///< ranks the plan was compiled for
   int32_t dtype = 0;      ///< DType as an integer
   int32_t inplace = 0;    ///< the plan's in-place flag
   char planName[64] = {}; ///< NUL-terminated, truncated schedule name
+
+  bool missing() const { return rank == kMissing; }
 };
+
+/// True when `a` and `b` announce the same run: plan hash, count, rank
+/// count, dtype and in-place flag agree (not `rank`, not the name, which the
+/// hash covers), and neither is missing.
+bool sameRun(const RunHeader &a, const RunHeader &b);
 
 class Transport {
 public:
@@ -69,9 +79,13 @@ public:
   virtual llvm::Expected<std::optional<size_t>>
   waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) = 0;
   /// Collective: every rank passes its header and gets all headers, in rank
-  /// order.
+  /// order. A rank whose header did not arrive within `timeoutSeconds` (> 0;
+  /// <= 0 waits without limit) has a slot with `missing()` set. Errors:
+  /// transport failures, and (naming the rank waited for) a rank that could
+  /// not learn the others' headers in time. After a missing rank or an
+  /// error the transport is not reusable (late headers stay queued).
   virtual llvm::Expected<std::vector<RunHeader>>
-  allgatherHeader(const RunHeader &mine) = 0;
+  allgatherHeader(const RunHeader &mine, double timeoutSeconds) = 0;
 
   // --- Device transports (CUDA/NCCL). The defaults describe a host
   // transport: buffers are host memory and the CPU kernels do the math. ---

@@ -2,8 +2,9 @@
 //
 // Transport over MPI point-to-point on one communicator: MPI_Isend/MPI_Irecv
 // of bytes, tag = message id mod (MPI_TAG_UB + 1), MPI_Test/MPI_Waitany for
-// completion (polling with MPI_Testany when a timeout is set), MPI_Allgather
-// for the run header. mpi.h stays out of this header. Built only with
+// completion (polling with MPI_Testany when a timeout is set), and for the
+// run header, point-to-point messages to and from rank 0 on a duplicate of
+// MPI_COMM_WORLD, polled against the timeout. mpi.h stays out of this header. Built only with
 // TOPOCC_WITH_MPI and OpenMPI found (library topocc_runtime_mpi).
 //
 // Thread safety: none. One MpiTransport per process, called from the thread
@@ -22,7 +23,8 @@ namespace topocc::runtime {
 
 class MpiTransport final : public Transport {
 public:
-  /// Uses MPI_COMM_WORLD. REQUIRES: MPI is initialised.
+  /// Uses MPI_COMM_WORLD. Collective (duplicates it for the run headers):
+  /// every rank constructs one. REQUIRES: MPI is initialised.
   MpiTransport();
   ~MpiTransport() override;
   int rank() const override { return me; }
@@ -36,7 +38,7 @@ public:
   llvm::Expected<std::optional<size_t>>
   waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) override;
   llvm::Expected<std::vector<RunHeader>>
-  allgatherHeader(const RunHeader &mine) override;
+  allgatherHeader(const RunHeader &mine, double timeoutSeconds) override;
 
   /// The tag used for message `msg`.
   int tagOf(int64_t msg) const { return static_cast<int>(msg % tagModulus); }

@@ -4,13 +4,22 @@
 // ring plan with topocc::compile, writes it with planToJson, every rank
 // loads it with Plan::load and runs it over MpiTransport for each count;
 // every rank checks its output against the reference and rank 0 prints the
-// total of wrong elements. With --mismatch count|plan the last rank passes
-// another count or loads another plan, and every rank must fail with the
-// documented message (exit 0 when it does).
+// total of wrong elements. With --mismatch count|plan|dtype the last rank
+// passes another count or dtype or loads another plan, and every rank must
+// fail with the documented message (exit 0 when it does). With --fault, rank
+// --fault-rank (default the last) fails and every other rank must report it
+// within the timeout (--timeout S, default 20) and exit 0 when it does:
+//   kill       it dies (SIGKILL) after its second send: run under mpirun
+//              --enable-recovery, the others time out naming what they wait
+//              for (without it, mpirun aborts the whole job at once);
+//   truncated  it loads a truncated copy of the plan, reports the parse
+//              error (file:line:col) and never calls Plan::run: the others
+//              name it (or, when it is rank 0, name rank 0).
 //
 //   topocc-mpi-test --collective allreduce --chunks 2 --channels 2
 //       [--inplace] [--rounds] [--dtype fp32] --counts 1,7,1001
-//       [--mismatch count]
+//       [--mismatch count] [--fault kill|truncated [--fault-rank R]]
+//       [--timeout S]
 //   topocc-mpi-test --plans P1.json,P2.json [--rounds]
 //       [--bound-scale F] --counts 7,1001
 //       (run plan files; collective and in-place mode from each plan;
@@ -29,6 +38,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mpi.h>
@@ -36,6 +46,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 #include <string>
@@ -52,6 +64,9 @@ float inputValue(int r, size_t i) {
 
 struct Args {
   std::string collective = "allreduce", dtype = "fp32", mismatch, dir = ".";
+  std::string fault; ///< --fault kill|truncated
+  int faultRank = -1; ///< --fault-rank; -1: the last rank
+  double timeout = 20;
   int chunks = 1, channels = 1;
   bool inplace = false;
   bool rounds = false; ///< RunOptions::rounds (the NCCL ordering)
@@ -74,6 +89,12 @@ bool parseArgs(int argc, char **argv, Args &a) {
       a.dtype = next().str();
     else if (arg == "--mismatch")
       a.mismatch = next().str();
+    else if (arg == "--fault")
+      a.fault = next().str();
+    else if (arg == "--fault-rank")
+      a.faultRank = std::stoi(next().str());
+    else if (arg == "--timeout")
+      a.timeout = std::stod(next().str());
     else if (arg == "--dir")
       a.dir = next().str();
     else if (arg == "--chunks")
@@ -103,6 +124,155 @@ bool parseArgs(int argc, char **argv, Args &a) {
     }
   }
   return true;
+}
+
+/// MpiTransport that kills its process (SIGKILL, no cleanup) when asked to
+/// post send number `killAt` (0: never): a rank dying mid-collective.
+class KillingTransport final : public Transport {
+public:
+  KillingTransport(MpiTransport &mpi, int killAt) : mpi(mpi), killAt(killAt) {}
+  int rank() const override { return mpi.rank(); }
+  int size() const override { return mpi.size(); }
+  llvm::Expected<RequestId> isend(const void *buf, size_t bytes, int peer,
+                                  int64_t msg) override {
+    if (killAt > 0 && ++sends == killAt) {
+      llvm::outs() << "rank " << rank() << ": killing myself at send " << sends
+                   << " (message " << msg << " to rank " << peer << ")\n";
+      llvm::outs().flush();
+      ::raise(SIGKILL);
+    }
+    return mpi.isend(buf, bytes, peer, msg);
+  }
+  llvm::Expected<RequestId> irecv(void *buf, size_t bytes, int peer,
+                                  int64_t msg) override {
+    return mpi.irecv(buf, bytes, peer, msg);
+  }
+  llvm::Expected<bool> test(RequestId req) override { return mpi.test(req); }
+  llvm::Error wait(RequestId req) override { return mpi.wait(req); }
+  llvm::Expected<std::optional<size_t>>
+  waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) override {
+    return mpi.waitAny(reqs, timeoutSeconds);
+  }
+  llvm::Expected<std::vector<RunHeader>>
+  allgatherHeader(const RunHeader &mine, double timeoutSeconds) override {
+    return mpi.allgatherHeader(mine, timeoutSeconds);
+  }
+
+private:
+  MpiTransport &mpi;
+  int killAt, sends = 0;
+};
+
+/// Writes the first half of `path` to `path.truncated`; returns that path.
+std::string writeTruncated(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf) {
+    llvm::errs() << "cannot read " << path << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  std::string out = path + ".truncated";
+  std::error_code ec;
+  llvm::raw_fd_ostream os(out, ec);
+  if (ec) {
+    llvm::errs() << "cannot write " << out << ": " << ec.message() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  os << (*buf)->getBuffer().take_front((*buf)->getBufferSize() / 2);
+  return out;
+}
+
+/// --fault: the faulty rank fails as asked, every other rank checks that its
+/// run fails in time with the message that names the fault. Returns the
+/// exit code: 0 when this rank saw what it should.
+int runFault(const Args &a, MpiTransport &mpi, const std::string &path) {
+  int n = mpi.size(), rank = mpi.rank();
+  int faulty = a.faultRank < 0 ? n - 1 : a.faultRank;
+  bool me = rank == faulty;
+  if (a.fault != "kill" && a.fault != "truncated") {
+    llvm::errs() << "bad --fault '" << a.fault << "'\n";
+    return 2;
+  }
+  // Every rank writes its own copy (no shared step after a fault).
+  std::string truncated;
+  if (a.fault == "truncated" && me) {
+    truncated = writeTruncated(path);
+    auto bad = Plan::load(truncated);
+    std::string text = bad ? "loaded" : llvm::toString(bad.takeError());
+    llvm::sys::fs::remove(truncated);
+    bool ok = !bad && llvm::StringRef(text).startswith(truncated + ":");
+    llvm::outs() << "rank " << rank
+                 << (ok ? " (the faulty rank) cannot load its plan, as "
+                          "expected: "
+                        : " FAILED: the truncated plan gave: ")
+                 << text << (ok ? "" : "\n");
+    return ok ? 0 : 1;
+  }
+  auto plan = Plan::load(path);
+  if (!plan) {
+    llvm::errs() << "rank " << rank << ": " << llvm::toString(plan.takeError())
+                 << "\n";
+    return 1;
+  }
+  KillingTransport tr(mpi, a.fault == "kill" && me ? 2 : 0);
+  DType dtype = *dtypeFromName(a.dtype);
+  size_t count = a.counts.front(), esz = dtypeSize(dtype);
+  auto layout = layoutFor(plan->schedule(), count);
+  if (!layout) {
+    llvm::errs() << llvm::toString(layout.takeError()) << "\n";
+    return 2;
+  }
+  std::vector<char> mem(
+      (layout->inputElements() + layout->outputElements()) * esz + 64, 0);
+  RunOptions opts;
+  opts.timeoutSeconds = a.timeout;
+  auto t0 = std::chrono::steady_clock::now();
+  llvm::Error err =
+      plan->run(mem.data(), mem.data() + layout->inputElements() * esz, count,
+                dtype, tr, opts);
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::string text = err ? llvm::toString(std::move(err)) : "success";
+  std::string plain = "'" + plan->schedule().name + "'";
+  // Killed: a wait for some peer's message times out, naming plan, peer and
+  // message. Truncated: the header exchange names the rank that never came
+  // (the last rank), or says rank 0 (the collector) never answered.
+  bool named = false;
+  if (a.fault == "kill")
+    named = text.find("error: rank " + std::to_string(rank) + ": plan " +
+                      plain + " made no progress for") == 0 &&
+            text.find(" rank ") != std::string::npos &&
+            text.find("message ") != std::string::npos;
+  else if (faulty == 0)
+    named = text.find("rank 0, which collects the run headers, did not "
+                      "answer") != std::string::npos &&
+            text.find(plain) != std::string::npos;
+  else
+    named = text.find("error: rank " + std::to_string(faulty) +
+                      " did not join the run of plan " + plain) == 0 &&
+            text.find("rank " + std::to_string(faulty) + ": -  <- missing") !=
+                std::string::npos;
+  // Rank 0 collects for a.timeout, the others wait up to 2 x + 1 for it.
+  bool inTime = secs < 2 * a.timeout + 10;
+  bool ok = named && inTime;
+  if (rank == 0)
+    llvm::sys::fs::remove(path); // every rank loaded it before the exchange
+  std::string line =
+      llvm::formatv("rank {0}{1}{2:f1} s: {3}{4}", rank,
+                    ok ? " failed as expected in "
+                       : " FAILED to report the fault in ",
+                    secs, text,
+                    text.empty() || text.back() != '\n' ? "\n" : "")
+          .str();
+  // One write: the ranks' reports must not interleave.
+  llvm::outs().flush();
+  (void)!::write(1, line.data(), line.size());
+  // A job that lost a rank cannot finalize (MPI_Finalize may wait for the
+  // dead one): leave as a program would after MPI_Abort, without it taking
+  // the other reports down.
+  if (a.fault == "kill")
+    std::_Exit(ok ? 0 : 1);
+  return ok ? 0 : 1;
 }
 
 /// Compiles and writes a plan file; returns its path.
@@ -271,6 +441,8 @@ int runMain(int argc, char **argv) {
   MPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, MPI_COMM_WORLD);
   bool odd = rank == n - 1;
   path = a.mismatch == "plan" && odd ? buf[1] : buf[0];
+  if (!a.fault.empty())
+    return runFault(a, tr, path);
   auto plan = Plan::load(path);
   if (!plan) {
     llvm::errs() << "rank " << rank << ": " << llvm::toString(plan.takeError())
@@ -281,7 +453,11 @@ int runMain(int argc, char **argv) {
   RunOptions opts;
   opts.timeoutSeconds = 20; // a hang becomes an error naming the messages
   opts.rounds = a.rounds;
-  size_t esz = dtypeSize(*dtype);
+  // --mismatch dtype: the last rank passes the other of fp32 and fp16.
+  DType runDtype = a.mismatch == "dtype" && odd
+                       ? (*dtype == DType::F32 ? DType::F16 : DType::F32)
+                       : *dtype;
+  size_t esz = dtypeSize(runDtype);
   long long wrong = 0, checked = 0;
   for (size_t count : a.counts) {
     size_t runCount = a.mismatch == "count" && odd ? count + 1 : count;
@@ -305,9 +481,9 @@ int runMain(int argc, char **argv) {
       }
     }
     for (size_t i = 0; i < inE; ++i)
-      storeElement(send, i, *dtype, inputValue(rank, i));
+      storeElement(send, i, runDtype, inputValue(rank, i));
     auto t0 = std::chrono::steady_clock::now();
-    llvm::Error err = plan->run(send, recv, runCount, *dtype, tr, opts);
+    llvm::Error err = plan->run(send, recv, runCount, runDtype, tr, opts);
     double secs = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - t0)
                       .count();

@@ -84,7 +84,7 @@ struct Options {
   long long treesPerRoot = 0;
   int chunks = 1, channels = -1; ///< -1: auto for --algorithm auto, else 1
   bool inplace = false;
-  double timeout = 0;
+  double timeout = 600; // RunOptions::timeoutSeconds
   std::string jsonOut;
 };
 
@@ -374,7 +374,8 @@ int runMain(int argc, char **argv) {
                  "nccl: over NCCL on device buffers, GPU = local rank modulo "
                  "the device count (default with --baseline nccl)");
   app.add_option("--timeout", o.timeout,
-                 "Seconds without progress before a run fails (0: none)");
+                 "Seconds without progress before a run fails (default 600; 0: "
+                 "none)");
   app.add_option("-J,--output_file", o.jsonOut, "Write results as JSON");
   try {
     app.parse(argc, argv);

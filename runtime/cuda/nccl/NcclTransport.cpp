@@ -6,6 +6,10 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 namespace topocc::runtime {
 
 llvm::Error ncclCheck(ncclResult_t r, const llvm::Twine &what) {
@@ -59,7 +63,7 @@ llvm::Expected<RequestId> NcclTransport::irecv(void *buf, size_t bytes,
 }
 
 llvm::Expected<std::vector<RunHeader>>
-NcclTransport::allgatherHeader(const RunHeader &mine) {
+NcclTransport::allgatherHeader(const RunHeader &mine, double timeoutSeconds) {
   size_t one = sizeof(RunHeader);
   auto w = workspace(2, one * size_t(n));
   if (!w)
@@ -78,8 +82,27 @@ NcclTransport::allgatherHeader(const RunHeader &mine) {
                                            cudaMemcpyDeviceToHost, strm),
                            "cudaMemcpyAsync"))
     return err;
-  if (auto err = cudaCheck(cudaStreamSynchronize(strm), "cudaStreamSynchronize"))
-    return err;
+  // Poll rather than synchronize: a rank that never calls Plan::run must
+  // not hang this one without limit.
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(
+                                         std::max(timeoutSeconds, 0.0)));
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(strm);
+    if (q == cudaSuccess)
+      break;
+    if (q != cudaErrorNotReady)
+      return cudaCheck(q, "cudaStreamQuery after the run-header all-gather");
+    if (timeoutSeconds > 0 && Clock::now() >= deadline)
+      return makeUserError(llvm::formatv(
+          "rank {0}: the NCCL all-gather of the run headers did not finish "
+          "within {1} s: some rank did not call Plan::run (it failed before, "
+          "died, or runs with checkPeers off); the communicator is unusable "
+          "now (ncclCommAbort it)",
+          me, timeoutSeconds));
+    std::this_thread::yield();
+  }
   return all;
 }
 

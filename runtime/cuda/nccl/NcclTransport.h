@@ -47,10 +47,11 @@ public:
   waitAny(llvm::ArrayRef<RequestId> reqs, double timeoutSeconds) override {
     return std::optional<size_t>(0);
   }
-  /// ncclAllGather of the headers through a small device buffer, then a
-  /// stream synchronize.
+  /// ncclAllGather of the headers through a small device buffer, then the
+  /// stream polled until it finishes or `timeoutSeconds` (> 0) pass (an
+  /// error: NCCL cannot say which rank is missing).
   llvm::Expected<std::vector<RunHeader>>
-  allgatherHeader(const RunHeader &mine) override;
+  allgatherHeader(const RunHeader &mine, double timeoutSeconds) override;
 
 private:
   ncclComm_t comm;

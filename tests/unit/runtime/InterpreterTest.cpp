@@ -5,15 +5,20 @@
 // and channel counts, counts that do not divide by the chunk count, three
 // dtypes, shuffled completion orders; coded (CERAR) plans at counts that
 // need zero-padded runs; and its errors (rank disagreement,
-// wrong job size, in-place pointer rule, timeout naming pending messages).
+// wrong job size, in-place pointer rule, timeout naming pending messages,
+// a rank that never joins the header exchange).
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeTestUtil.h"
 
+#include "backends/PlanJson.h"
 #include "compiler/topology/Topology.h"
 
 #include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+#include <functional>
 
 using namespace topocc;
 using namespace topocc::runtime;
@@ -268,6 +273,63 @@ TEST(Interpreter, TimeoutNamesThePendingMessages) {
                        "  (1 of 5 ops done)\n");
   EXPECT_NE(errors[1].find("made no progress"), std::string::npos)
       << errors[1];
+}
+
+TEST(Interpreter, HeaderExchangeNamesTheRankThatNeverCame) {
+  // Rank 2 never calls Plan::run: with the agreement check on, ranks 0 and
+  // 1 give up in the header exchange and name it.
+  auto plan = Plan::fromSchedule(compileRing(ir::Collective::AllReduce, 3));
+  ASSERT_TRUE(bool(plan));
+  LocalFabric fabric(3);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<float> send(30), recv(30);
+      LocalTransport tr(fabric, r);
+      RunOptions opts;
+      opts.timeoutSeconds = 0.2;
+      if (auto err = plan->run(send.data(), recv.data(), 30, DType::F32, tr,
+                               opts))
+        errors[r] = llvm::toString(std::move(err));
+    });
+  for (std::thread &th : threads)
+    th.join();
+  const std::string head =
+      "error: rank 2 did not join the run of plan "
+      "'ring3_allreduce_c1_k1_outofplace' " +
+      backends::formatHash(plan->hash()) +
+      " for 3 ranks (out-of-place), count 30, fp32 within 0.20 s (failed "
+      "before calling Plan::run, died, or runs with checkPeers off); no rank "
+      "ran it:\n";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(errors[r].substr(0, head.size()), head) << errors[r];
+    EXPECT_NE(errors[r].find("\n  rank 2: -  <- missing\n"), std::string::npos)
+        << errors[r];
+  }
+}
+
+TEST(Interpreter, RunHeadersAgreeOnlyWhenTheRunIsTheSame) {
+  RunHeader a;
+  a.planHash = 7;
+  a.count = 100;
+  a.planRanks = 4;
+  RunHeader b = a;
+  b.rank = 3; // the sender's rank is not part of the run
+  std::strncpy(b.planName, "other", sizeof(b.planName) - 1);
+  EXPECT_TRUE(sameRun(a, b));
+  for (auto change : std::vector<std::function<void(RunHeader &)>>{
+           [](RunHeader &h) { h.planHash = 8; },
+           [](RunHeader &h) { h.count = 101; },
+           [](RunHeader &h) { h.planRanks = 5; },
+           [](RunHeader &h) { h.dtype = 1; },
+           [](RunHeader &h) { h.inplace = 1; },
+           [](RunHeader &h) { h.rank = RunHeader::kMissing; }}) {
+    RunHeader c = a;
+    change(c);
+    EXPECT_FALSE(sameRun(a, c));
+    EXPECT_FALSE(sameRun(c, a));
+  }
 }
 
 } // namespace
