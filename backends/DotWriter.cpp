@@ -64,6 +64,24 @@ std::string quote(llvm::StringRef s) {
   return out + "\"";
 }
 
+/// Text for an HTML-like Graphviz label.
+std::string htmlEscape(llvm::StringRef s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
 /// Green (0) through yellow to red (1).
 std::string heatColor(double f) {
   f = std::clamp(f, 0.0, 1.0);
@@ -188,31 +206,147 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
     if (base.device(static_cast<int>(d)).nodeIndex < 0)
       nodeLine(static_cast<int>(d), "  ");
 
-  // Physical links.
+  // Links of the same type and bandwidth form a class: the legend shows
+  // each class once (colour, width, text, count); an edge carries its text
+  // as a tooltip, and as a label only with o.edgeLabels (labels are nodes
+  // to Graphviz's layout: 154 of them made dgx-a100x2 9481 pt wide).
+  struct LinkClass {
+    topo::LinkType type;
+    std::string text;
+    double width;
+    bool failed, half;
+    int count = 0;
+  };
+  std::vector<LinkClass> classes;
+  auto classOf = [&](topo::LinkType t, const std::string &text, double w,
+                     bool failed, bool half) {
+    for (LinkClass &c : classes)
+      if (c.type == t && c.text == text && c.failed == failed) {
+        ++c.count;
+        return;
+      }
+    classes.push_back({t, text, w, failed, half, 1});
+  };
+
+  // Fabric levels: 0 inside hosts, then 1 + the smallest level of a
+  // neighbour (leaves 1, spines 2). A fabric link is drawn from its higher
+  // end, so the fabric sits above the hosts, spines on top.
+  std::vector<int> level(base.devices().size(), -1);
+  std::vector<int> frontier;
+  for (size_t d = 0; d < base.devices().size(); ++d)
+    if (base.device(static_cast<int>(d)).nodeIndex >= 0) {
+      level[d] = 0;
+      frontier.push_back(static_cast<int>(d));
+    }
+  for (size_t q = 0; q < frontier.size(); ++q)
+    for (const topo::Link &l : base.links()) {
+      int a = frontier[q];
+      int b = l.from == a ? l.to : l.to == a ? l.from : -1;
+      if (b >= 0 && level[b] < 0) {
+        level[b] = level[a] + 1;
+        frontier.push_back(b);
+      }
+    }
+
   for (size_t l = 0; l < base.links().size(); ++l) {
     const topo::Link &bl = base.link(static_cast<int>(l));
     int dl = linkMap[l];
     const topo::Link &k = dl >= 0 ? drawn.link(dl) : bl;
-    os << "  " << quote(base.device(bl.from).name) << " -> "
-       << quote(base.device(bl.to).name) << " [";
+    int tail = bl.from, head = bl.to;
+    if (level[head] > level[tail])
+      std::swap(tail, head);
+    os << "  " << quote(base.device(tail).name) << " -> "
+       << quote(base.device(head).name) << " [";
+    std::string text = bandwidthLabel(dl < 0 ? bl : k);
+    std::string tip = (topo::linkTypeName(bl.type) + " " + text).str();
     if (dl < 0) {
-      os << "label=" << quote(bandwidthLabel(bl) + " failed")
-         << ", color=" << quote(kFailed) << ", fontcolor=" << quote(kFailed)
-         << ", style=dashed, penwidth=1.5";
+      classOf(bl.type, text, 1.5, /*failed=*/true, false);
+      // xlabel: placed after the layout, so it costs no space.
+      os << "xlabel=\"failed\", color=" << quote(kFailed)
+         << ", fontcolor=" << quote(kFailed) << ", style=dashed, penwidth=1.5";
+      tip += " failed";
     } else {
-      std::string text = bandwidthLabel(k);
       std::string color = linkTypeColor(k.type).str();
+      double w = width(capOf(k));
+      classOf(k.type, text, w, false, k.duplex == topo::Duplex::Half);
       if (!o.utilization.empty()) {
         double u = o.utilization[dl];
-        text += llvm::formatv(" {0:F0}%", 100 * u).str();
+        std::string pct = llvm::formatv("{0:F0}%", 100 * u).str();
+        tip += ", " + pct + " busy";
+        text += " " + pct;
         color = heatColor(u);
       }
-      os << "label=" << quote(text) << ", color=" << quote(color)
-         << ", penwidth=" << llvm::formatv("{0:F2}", width(capOf(k)));
+      if (o.edgeLabels)
+        os << "label=" << quote(text) << ", ";
+      os << "color=" << quote(color)
+         << ", penwidth=" << llvm::formatv("{0:F2}", w);
       if (k.duplex == topo::Duplex::Half)
         os << ", style=dotted";
     }
-    os << ", tooltip=" << quote(topo::linkTypeName(bl.type)) << "];\n";
+    os << ", tooltip=" << quote(tip) << "];\n";
+  }
+
+  // Hosts in a grid: host h below host h - cols (invisible edges), the GPUs
+  // and NICs of a grid row on one rank.
+  size_t numHosts = base.nodes().size();
+  size_t cols = 1;
+  if (numHosts > 1) {
+    // Per host: its GPUs and NICs (the top of the host, in file order), and
+    // its deepest device (longest path over its own links, drawn
+    // from -> to; capped for cycles), which the host below hangs from.
+    std::vector<std::vector<int>> topOf(numHosts);
+    std::vector<int> bottomOf(numHosts, -1);
+    double hostW = 95, hostH = 75;
+    for (size_t n = 0; n < numHosts; ++n) {
+      const std::vector<int> &devs = base.nodes()[n].devices;
+      std::map<int, int> depth;
+      for (int d : devs) {
+        depth[d] = 0;
+        if (base.device(d).kind != topo::DeviceKind::Switch)
+          topOf[n].push_back(d);
+      }
+      for (size_t iter = 0; iter < devs.size(); ++iter)
+        for (const topo::Link &l : base.links())
+          if (depth.count(l.from) && depth.count(l.to) &&
+              depth[l.to] < depth[l.from] + 1 &&
+              depth[l.from] + 1 < static_cast<int>(devs.size()))
+            depth[l.to] = depth[l.from] + 1;
+      for (int d : devs)
+        if (bottomOf[n] < 0 || depth[d] > depth[bottomOf[n]])
+          bottomOf[n] = d;
+      // A host is about as wide as its widest rank (~95 pt a device) and
+      // as tall as its ranks (~75 pt each, and its label).
+      std::map<int, int> perRank;
+      for (int d : devs)
+        ++perRank[base.device(d).kind == topo::DeviceKind::Switch ? depth[d]
+                                                                  : 0];
+      int widest = 1;
+      for (const auto &[r, k] : perRank)
+        widest = std::max(widest, k);
+      hostW = std::max(hostW, 95.0 * widest);
+      hostH = std::max(hostH, 75.0 * (depth[bottomOf[n]] + 1) + 40);
+    }
+    // Columns for a grid about as wide as a 16:9 screen for its height.
+    cols = std::clamp<size_t>(
+        static_cast<size_t>(std::lround(
+            std::sqrt(numHosts * (16.0 / 9.0) * hostH / hostW))),
+        1, numHosts);
+    // A grid row: one rank.
+    for (size_t row = 0; row * cols < numHosts; ++row) {
+      os << "  { rank=same;";
+      for (size_t n = row * cols; n < std::min(numHosts, (row + 1) * cols);
+           ++n)
+        for (int d : topOf[n])
+          os << " " << quote(base.device(d).name) << ";";
+      os << " }\n";
+    }
+    // Below the host above: hung from its deepest device (a heavy edge,
+    // which also keeps the two near one column).
+    for (size_t n = cols; n < numHosts; ++n)
+      if (!topOf[n].empty())
+        os << "  " << quote(base.device(bottomOf[n - cols]).name) << " -> "
+           << quote(base.device(topOf[n].front()).name)
+           << " [style=invis, weight=10];\n";
   }
 
   // Ring overlays.
@@ -223,52 +357,58 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
       int a = ring[h], b = ring[(h + 1) % ring.size()];
       os << "  " << quote(drawn.rankName(a)) << " -> "
          << quote(drawn.rankName(b)) << " [dir=forward, "
-         << "color=" << quote(color) << ", penwidth=2.5, fontcolor="
-         << quote(color) << ", label=" << quote(llvm::formatv("ring {0}", i).str())
-         << "];\n";
+         << "color=" << quote(color) << ", penwidth=2.5, constraint=false, "
+         << "tooltip=" << quote(llvm::formatv("ring {0}: rank {1} -> {2}", i, a, b).str());
+      if (o.edgeLabels)
+        os << ", fontcolor=" << quote(color)
+           << ", label=" << quote(llvm::formatv("ring {0}", i).str());
+      os << "];\n";
     }
   }
 
-  // Legend: with utilization the colour scale the links are drawn in (a
-  // link-type legend would show NVLink green while green means idle);
-  // otherwise the link types that occur.
+  // Legend: one node holding a table (no layout cost): the link classes,
+  // with utilization the colour scale the links are drawn in (then the
+  // classes are grey: green means idle, not NVLink), and the rings.
+  std::string rowsText;
+  auto header = [&](llvm::StringRef text) {
+    rowsText += "<tr><td colspan=\"2\" align=\"left\"><b>" +
+                htmlEscape(text) + "</b></td></tr>";
+  };
+  auto row = [&](llvm::StringRef color, double w, llvm::StringRef text) {
+    rowsText += llvm::formatv("<tr><td bgcolor=\"{0}\" width=\"36\" "
+                              "height=\"{1}\" fixedsize=\"true\" cellpadding=\"0\"></td>"
+                              "<td align=\"left\">{2}</td></tr>",
+                              color, std::max(1L, std::lround(w)),
+                              htmlEscape(text))
+                    .str();
+  };
+  header(o.utilization.empty() ? "links (colour: type, width: bandwidth)"
+                                 : "links (width: bandwidth)");
+  for (const LinkClass &c : classes)
+    row(c.failed ? kFailed
+        : o.utilization.empty() ? linkTypeColor(c.type)
+                                : llvm::StringRef("#888a85"),
+        c.width,
+        llvm::formatv("{0} {1}{2}{3}  ({4})", topo::linkTypeName(c.type),
+                      c.text, c.half ? " (dotted)" : "",
+                      c.failed ? " failed (dashed)" : "", c.count)
+            .str());
   if (!o.utilization.empty()) {
-    os << "  subgraph cluster_legend {\n    label=\"link utilization "
-          "(busy time / run)\";\n"
-       << "    style=rounded;\n    color=\"#bbbbbb\";\n"
-       << "    node [shape=plaintext, style=\"\", fontsize=9];\n";
-    for (int pct : {0, 25, 50, 75, 100}) {
-      std::string a = llvm::formatv("legend_util_{0}_a", pct).str();
-      std::string b = llvm::formatv("legend_util_{0}_b", pct).str();
-      os << "    " << quote(a) << " [label=\"\", width=0.1];\n";
-      os << "    " << quote(b) << " [label="
-         << quote(llvm::formatv("{0}%{1}", pct, pct == 0 ? " (idle)" : "")
-                      .str())
-         << "];\n";
-      os << "    " << quote(a) << " -> " << quote(b) << " [color="
-         << quote(heatColor(pct / 100.0)) << ", penwidth=3];\n";
-    }
-    os << "  }\n}\n";
-    return;
+    header("link utilization (busy time / run)");
+    for (int pct : {0, 25, 50, 75, 100})
+      row(heatColor(pct / 100.0), 3,
+          llvm::formatv("{0}%{1}", pct, pct == 0 ? " (idle)" : "").str());
   }
-  std::vector<topo::LinkType> types;
-  for (const topo::Link &l : base.links())
-    if (!llvm::is_contained(types, l.type))
-      types.push_back(l.type);
-  llvm::sort(types);
-  os << "  subgraph cluster_legend {\n    label=\"link types\";\n"
-     << "    style=rounded;\n    color=\"#bbbbbb\";\n"
-     << "    node [shape=plaintext, style=\"\", fontsize=9];\n";
-  for (topo::LinkType t : types) {
-    std::string a = ("legend_" + llvm::Twine(topo::linkTypeName(t)) + "_a").str();
-    std::string b = ("legend_" + llvm::Twine(topo::linkTypeName(t)) + "_b").str();
-    os << "    " << quote(a) << " [label=\"\", width=0.1];\n";
-    os << "    " << quote(b) << " [label=" << quote(topo::linkTypeName(t))
-       << "];\n";
-    os << "    " << quote(a) << " -> " << quote(b) << " [color="
-       << quote(linkTypeColor(t)) << ", penwidth=3];\n";
+  if (!o.rings.empty()) {
+    header("rings (arrows, GPU to GPU)");
+    for (size_t i = 0; i < o.rings.size(); ++i)
+      row(kRingColors[i % std::size(kRingColors)], 3,
+          llvm::formatv("ring {0}", i).str());
   }
-  os << "  }\n}\n";
+  os << "  \"legend\" [shape=plaintext, style=\"\", fontsize=9, label=<"
+     << "<table border=\"1\" color=\"#bbbbbb\" cellborder=\"0\" "
+        "cellspacing=\"3\">"
+     << rowsText << "</table>>];\n}\n";
 }
 
 } // namespace topocc::backends

@@ -1,9 +1,11 @@
 //===- backends/DotWriter.h - Topologies as Graphviz DOT -*- C++ -*-===//
 //
-// Draws a topology for Graphviz: devices clustered by host (fabric devices
-// outside any cluster), one edge per physical link whose width grows with
-// its bandwidth (log scale) and whose colour says its type, labelled with
-// its bandwidth (and `xN` ports). A what-if variant of the topology can be
+// Draws a topology for Graphviz: devices clustered by host, hosts in a grid
+// about as wide as a screen (fabric devices above them, spines on top), one
+// edge per physical link whose width grows with its bandwidth (log scale)
+// and whose colour says its type; a legend lists each class of links (type,
+// bandwidth, `xN` ports) once, and each edge carries its text as a tooltip
+// (or a label, DotOptions::edgeLabels). A what-if variant of the topology can be
 // drawn over its base: links and devices the variant lost are dashed red,
 // the others take the variant's bandwidths. Overlays: ring orders (one
 // colour per ring, GPU to GPU arrows) and per-link utilization (busy
@@ -37,6 +39,10 @@ struct DotOptions {
   /// Per link of the drawn topology: busy fraction in [0, 1] (the busier
   /// direction), or empty for no utilization overlay.
   std::vector<double> utilization;
+  /// Print each link's bandwidth (and utilization, ring number) on its
+  /// edge. Off: the legend lists each class of links once and edges carry
+  /// their text as a tooltip (labels take room in Graphviz's layout).
+  bool edgeLabels = false;
 };
 
 /// Writes `base` (with `o`'s variant and overlays) as a DOT digraph.

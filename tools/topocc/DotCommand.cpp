@@ -2,7 +2,7 @@
 //
 // `topocc dot TOPO.yaml [--rings] [--utilization] [--scenario NAME]
 // [--fail SEL ...] [--scale SEL=2x ...] [--set SEL=Q ...]
-// [--collective C] [--size 1G] [--chunks N] [-o FILE]`: Graphviz DOT of a
+// [--collective C] [--size 1G] [--chunks N] [--edge-labels] [-o FILE]`: Graphviz DOT of a
 // topology (backends/DotWriter.h). With a scenario or command-line patches
 // the patched topology is drawn over the base (failed links and devices
 // dashed red). `--rings` overlays the rings of the bandwidth-aware search
@@ -38,7 +38,7 @@ namespace {
 
 struct DotCmdOptions {
   std::string file;
-  bool rings = false, utilization = false;
+  bool rings = false, utilization = false, edgeLabels = false;
   std::string scenario;
   PatchOptions patch;
   std::string collective = "allreduce";
@@ -123,6 +123,7 @@ llvm::Error runDotCommand(const DotCmdOptions &opts) {
   backends::DotOptions dopts;
   dopts.variant = variant ? &*variant : nullptr;
   dopts.subtitle = llvm::join(what, "; ");
+  dopts.edgeLabels = opts.edgeLabels;
   if (opts.rings || opts.utilization) {
     analysis::LinkModel m(drawn);
     algorithms::RingSearchOptions so;
@@ -174,6 +175,11 @@ void registerDotCommand(CLI::App &app) {
   cmd->add_flag("--utilization", opts->utilization,
                 "Colour links by their busy fraction in a simulated run of "
                 "those rings");
+  cmd->add_flag("--edge-labels", opts->edgeLabels,
+                "Print each link's bandwidth (and busy fraction, ring) on "
+                "its edge; by default the legend lists each kind of link "
+                "once and edges carry their text as a tooltip (labels make "
+                "Graphviz's layout much wider)");
   cmd->add_option("--scenario", opts->scenario,
                   "Draw this scenario of the topology file over the base");
   addPatchOptions(cmd, opts->patch);

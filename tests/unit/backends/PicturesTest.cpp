@@ -179,15 +179,33 @@ TEST(PicturesTest, DotClustersWidthsAndColours) {
             s.find("subgraph \"cluster_h1\""));
   EXPECT_NE(s.find("\"h0/g0\" [label=\"g0\\nrank 0\""), std::string::npos);
   EXPECT_NE(s.find("\"h1/g1\" [label=\"g1\\nrank 3\""), std::string::npos);
-  // Widest link (2 x 50 GB/s) 6, narrowest (100 Gb/s = 12.5 GB/s) 1.
-  EXPECT_NE(s.find("\"h0/g0\" -> \"h0/g1\" [label=\"50 GB/s x2\", color=\"" +
+  // Widest link (2 x 50 GB/s) 6, narrowest (100 Gb/s = 12.5 GB/s) 1; the
+  // text is a tooltip, not a label (labels widen the layout).
+  EXPECT_NE(s.find("\"h0/g0\" -> \"h0/g1\" [color=\"" +
                    linkTypeColor(topo::LinkType::NvLink).str() +
-                   "\", penwidth=6.00"),
+                   "\", penwidth=6.00, tooltip=\"nvlink 50 GB/s x2\"]"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("\"h0/nic0\" -> \"leaf\" [label=\"100 Gb/s\", color=\"" +
+  // Fabric links are drawn from the fabric end: switches above hosts.
+  EXPECT_NE(s.find("\"leaf\" -> \"h0/nic0\" [color=\"" +
                    linkTypeColor(topo::LinkType::Ib).str() +
-                   "\", penwidth=1.00"),
+                   "\", penwidth=1.00, tooltip=\"ib 100 Gb/s\"]"),
+            std::string::npos);
+  EXPECT_EQ(count(s, "label=\"50 GB/s"), 0u);
+  EXPECT_EQ(count(s, "label=\"16 GB/s"), 0u);
+  // The legend lists each class once with its count.
+  EXPECT_NE(s.find("nvlink 50 GB/s x2  (2)"), std::string::npos);
+  EXPECT_NE(s.find("pcie 16 GB/s  (6)"), std::string::npos);
+  EXPECT_NE(s.find("ib 100 Gb/s  (2)"), std::string::npos);
+  // Two small hosts fit side by side: one grid row, one rank.
+  EXPECT_NE(s.find("{ rank=same; \"h0/g0\"; \"h0/g1\"; \"h0/nic0\"; "
+                   "\"h1/g0\"; \"h1/g1\"; \"h1/nic0\"; }"),
+            std::string::npos)
+      << s;
+  DotOptions labelled;
+  labelled.edgeLabels = true;
+  EXPECT_NE(dotOf(*t, labelled).find("\"h0/g0\" -> \"h0/g1\" [label=\"50 "
+                                     "GB/s x2\", color="),
             std::string::npos);
   EXPECT_EQ(count(s, "failed"), 0u);
   EXPECT_EQ(s, dotOf(*t));
@@ -208,18 +226,20 @@ TEST(PicturesTest, DotVariantRingsAndUtilization) {
   o.utilization.assign(v.links().size(), 0.0);
   o.utilization[0] = 1.0; // h0/g0 -> h0/plx in the variant (the NVLink failed)
   std::string s = dotOf(*t, o);
-  EXPECT_NE(s.find("\"h0/g0\" -> \"h0/g1\" [label=\"50 GB/s x2 failed\", "
+  EXPECT_NE(s.find("\"h0/g0\" -> \"h0/g1\" [xlabel=\"failed\", "
                    "color=\"#cc0000\", fontcolor=\"#cc0000\", style=dashed"),
             std::string::npos)
       << s;
-  EXPECT_EQ(count(s, " failed\""), 1u);
-  EXPECT_NE(s.find("\"h1/nic0\" -> \"leaf\" [label=\"50 Gb/s 0%\", "
-                   "color=\"#00c800\""),
+  EXPECT_EQ(count(s, " failed\""), 1u); // the failed link's tooltip
+  EXPECT_NE(s.find("\"leaf\" -> \"h1/nic0\" [color=\"#00c800\", "
+                   "penwidth=1.00, tooltip=\"ib 50 Gb/s, 0% busy\"]"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\"h0/g0\" -> \"h0/plx\" [color=\"#ff0000\""),
             std::string::npos);
-  EXPECT_NE(s.find("\"h0/g0\" -> \"h0/plx\" [label=\"16 GB/s 100%\", "
-                   "color=\"#ff0000\""),
-            std::string::npos);
-  EXPECT_EQ(count(s, "label=\"ring 0\""), 4u);
+  EXPECT_NE(s.find("tooltip=\"pcie 16 GB/s, 100% busy\""), std::string::npos);
+  EXPECT_EQ(count(s, "tooltip=\"ring 0: rank "), 4u);
+  EXPECT_NE(s.find("<b>rings (arrows, GPU to GPU)</b>"), std::string::npos);
   EXPECT_NE(s.find("\"h1/g1\" -> \"h1/g0\" [dir=forward"), std::string::npos);
   EXPECT_NE(s.find("label=\"pair\\ncli\""), std::string::npos);
 }
