@@ -1,0 +1,35 @@
+#!/bin/bash
+# ctest install-consumer: installs this build into a fresh prefix with
+# `cmake --install`, builds tests/install (a project of its own) against
+# it with find_package(topocc) and again with pkg-config, and runs what it
+# built: a trees all-reduce on threads, and, with MPI, a plan file written
+# by the installed `topocc` run by the installed `topocc-mpirun`.
+#   check.sh BUILD_DIR SOURCE_DIR WORK_DIR CXX
+set -euo pipefail
+build=$1 src=$2 work=$3 cxx=$4
+rm -rf "$work" && mkdir -p "$work"
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" > "$work/install.log"
+for f in bin/topocc include/topocc/runtime/Interpreter.h \
+         lib/cmake/topocc/topoccConfig.cmake lib/pkgconfig/topocc.pc \
+         share/topocc/topologies/dgx-a100.yaml; do
+  [ -e "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+done
+echo "installed $(grep -c '^-- Installing' "$work/install.log") files into the prefix"
+"$prefix/bin/topocc" --version
+
+cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
+cmake --build "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+topo=$prefix/share/topocc/topologies/dgx-a100.yaml
+"$work/build/consumer" "$topo"
+
+if [ -x "$work/build/consumer-mpi" ]; then
+  "$prefix/bin/topocc" compile "$topo" --collective allreduce --emit plan -o "$work/ring.json" > /dev/null
+  "$prefix/bin/topocc-mpirun" -np 8 "$work/build/consumer-mpi" "$work/ring.json"
+fi
+
+# pkg-config, no CMake.
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+"$cxx" -o "$work/consumer-pc" "$src/consumer.cpp" $(pkg-config --cflags --libs topocc)
+"$work/consumer-pc" "$topo" | sed 's/^consumer:/consumer (pkg-config):/'
