@@ -2,8 +2,9 @@
 # ctest install-consumer: installs this build into a fresh prefix with
 # `cmake --install`, builds tests/install (a project of its own) against
 # it with find_package(topocc) and again with pkg-config, and runs what it
-# built: a trees all-reduce on threads, and, with MPI, a plan file written
-# by the installed `topocc` run by the installed `topocc-mpirun`.
+# built: a trees all-reduce on threads, the C API from a C program on a
+# plan file written by the installed `topocc`, and, with MPI, that file run
+# by the installed `topocc-mpirun`.
 #   check.sh BUILD_DIR SOURCE_DIR WORK_DIR CXX
 set -euo pipefail
 build=$1 src=$2 work=$3 cxx=$4
@@ -23,9 +24,10 @@ cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
 cmake --build "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
 topo=$prefix/share/topocc/topologies/dgx-a100.yaml
 "$work/build/consumer" "$topo"
+"$prefix/bin/topocc" compile "$topo" --collective allreduce --emit plan -o "$work/ring.json" > /dev/null
+"$work/build/consumer-c" "$work/ring.json"
 
 if [ -x "$work/build/consumer-mpi" ]; then
-  "$prefix/bin/topocc" compile "$topo" --collective allreduce --emit plan -o "$work/ring.json" > /dev/null
   "$prefix/bin/topocc-mpirun" -np 8 "$work/build/consumer-mpi" "$work/ring.json"
 fi
 
