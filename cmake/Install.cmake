@@ -83,3 +83,13 @@ endif()
 string(REGEX REPLACE "[^/]+" ".." TOPOCC_PC_UP "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/topocc.pc.in ${CMAKE_BINARY_DIR}/topocc.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/topocc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The Python module (when built): topocc/ under the interpreter's package
+# folder of the prefix (Debian's layout for /usr/bin/python3 by default).
+if(TARGET topocc_python)
+  set(TOPOCC_PYTHON_INSTALL_DIR lib/python3/dist-packages CACHE STRING
+      "Where `cmake --install` puts the Python package topocc, relative to the prefix")
+  install(TARGETS topocc_python LIBRARY DESTINATION ${TOPOCC_PYTHON_INSTALL_DIR}/topocc)
+  install(FILES ${PROJECT_SOURCE_DIR}/python/topocc/__init__.py
+          DESTINATION ${TOPOCC_PYTHON_INSTALL_DIR}/topocc)
+endif()

@@ -35,3 +35,14 @@ fi
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 "$cxx" -o "$work/consumer-pc" "$src/consumer.cpp" $(pkg-config --cflags --libs topocc)
 "$work/consumer-pc" "$topo" | sed 's/^consumer:/consumer (pkg-config):/'
+
+# The Python module, when this build has one (not in sanitized builds).
+pydir=$prefix/lib/python3/dist-packages
+if [ -f "$pydir/topocc/__init__.py" ]; then
+  PYTHONPATH=$pydir /usr/bin/python3 -c '
+import sys, numpy as np, topocc
+t = topocc.load_topology(sys.argv[1])
+outs = topocc.Plan.load(sys.argv[2]).run_local([np.ones(100, np.float32)] * t.num_ranks)
+assert all((o == t.num_ranks).all() for o in outs)
+print("python: installed module ran", t.name, "on", t.num_ranks, "threads")' "$topo" "$work/ring.json"
+fi

@@ -1,0 +1,15 @@
+"""topocc from Python: topologies, compile(), and plans run on numpy arrays.
+
+    import numpy as np, topocc
+    t = topocc.load_topology("topologies/dgx-a100.yaml")
+    c = topocc.compile(t, "allreduce", algorithm="trees", size="1G")
+    c.write("ar.xml")                      # MSCCL XML, as `topocc compile` writes it
+    plan = c.plan()                        # or topocc.Plan.load("ar.json")
+    outs = plan.run_local([np.full(1000, r, np.float32) for r in range(t.num_ranks)])
+
+Errors raise topocc.Error with the library's message (file:line:col where
+there is one). See docs/Python.md.
+"""
+from ._topocc import Compiled, Error, Plan, Topology, compile, load_topology
+
+__all__ = ["Compiled", "Error", "Plan", "Topology", "compile", "load_topology"]
