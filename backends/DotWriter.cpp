@@ -238,15 +238,28 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
       level[d] = 0;
       frontier.push_back(static_cast<int>(d));
     }
-  for (size_t q = 0; q < frontier.size(); ++q)
-    for (const topo::Link &l : base.links()) {
-      int a = frontier[q];
-      int b = l.from == a ? l.to : l.to == a ? l.from : -1;
-      if (b >= 0 && level[b] < 0) {
+  // Links per device (both ends), and per host the links inside it.
+  std::vector<std::vector<int>> linksAt(base.devices().size());
+  std::vector<std::vector<int>> hostLinks(base.nodes().size());
+  for (size_t l = 0; l < base.links().size(); ++l) {
+    const topo::Link &k = base.link(static_cast<int>(l));
+    linksAt[k.from].push_back(static_cast<int>(l));
+    linksAt[k.to].push_back(static_cast<int>(l));
+    int h = base.device(k.from).nodeIndex;
+    if (h >= 0 && h == base.device(k.to).nodeIndex)
+      hostLinks[h].push_back(static_cast<int>(l));
+  }
+  for (size_t q = 0; q < frontier.size(); ++q) {
+    int a = frontier[q];
+    for (int l : linksAt[a]) {
+      const topo::Link &k = base.link(l);
+      int b = k.from == a ? k.to : k.from;
+      if (level[b] < 0) {
         level[b] = level[a] + 1;
         frontier.push_back(b);
       }
     }
+  }
 
   for (size_t l = 0; l < base.links().size(); ++l) {
     const topo::Link &bl = base.link(static_cast<int>(l));
@@ -305,12 +318,20 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
         if (base.device(d).kind != topo::DeviceKind::Switch)
           topOf[n].push_back(d);
       }
-      for (size_t iter = 0; iter < devs.size(); ++iter)
-        for (const topo::Link &l : base.links())
-          if (depth.count(l.from) && depth.count(l.to) &&
-              depth[l.to] < depth[l.from] + 1 &&
-              depth[l.from] + 1 < static_cast<int>(devs.size()))
+      // Relaxation to a fixpoint (at most one pass per device).
+      for (size_t iter = 0; iter < devs.size(); ++iter) {
+        bool changed = false;
+        for (int li : hostLinks[n]) {
+          const topo::Link &l = base.link(li);
+          if (depth[l.to] < depth[l.from] + 1 &&
+              depth[l.from] + 1 < static_cast<int>(devs.size())) {
             depth[l.to] = depth[l.from] + 1;
+            changed = true;
+          }
+        }
+        if (!changed)
+          break;
+      }
       for (int d : devs)
         if (bottomOf[n] < 0 || depth[d] > depth[bottomOf[n]])
           bottomOf[n] = d;
