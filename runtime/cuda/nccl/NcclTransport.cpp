@@ -77,13 +77,10 @@ NcclTransport::allgatherHeader(const RunHeader &mine, double timeoutSeconds) {
                                          ncclUint8, comm, strm),
                            "ncclAllGather of the run headers"))
     return err;
-  std::vector<RunHeader> all(n);
-  if (auto err = cudaCheck(cudaMemcpyAsync(all.data(), dev, one * size_t(n),
-                                           cudaMemcpyDeviceToHost, strm),
-                           "cudaMemcpyAsync"))
-    return err;
   // Poll rather than synchronize: a rank that never calls Plan::run must
-  // not hang this one without limit.
+  // not hang this one without limit. The copy back comes after: a copy to
+  // pageable host memory would block until the all-gather ends, and on a
+  // timeout nothing may still be writing into this function's buffer.
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(
@@ -103,6 +100,13 @@ NcclTransport::allgatherHeader(const RunHeader &mine, double timeoutSeconds) {
           me, timeoutSeconds));
     std::this_thread::yield();
   }
+  std::vector<RunHeader> all(n);
+  if (auto err = cudaCheck(cudaMemcpyAsync(all.data(), dev, one * size_t(n),
+                                           cudaMemcpyDeviceToHost, strm),
+                           "cudaMemcpyAsync"))
+    return err;
+  if (auto err = cudaCheck(cudaStreamSynchronize(strm), "cudaStreamSynchronize"))
+    return err;
   return all;
 }
 
