@@ -13,17 +13,27 @@
 #ifndef TOPOCC_COMPILER_SIZEWINDOWS_H
 #define TOPOCC_COMPILER_SIZEWINDOWS_H
 
+#include "backends/PlanJson.h"
 #include "compiler/CompileRequest.h"
 #include "compiler/PassLogger.h"
 #include "compiler/topology/Topology.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace topocc {
+
+/// --sizes MIN:MAX, each a size as --size reads it (support/ByteSize.h) in
+/// whole bytes, MIN <= MAX. User errors name --sizes.
+llvm::Expected<std::pair<int64_t, int64_t>>
+parseSizeWindowRange(llvm::StringRef text);
 
 /// The sizes --sizes MIN:MAX runs auto at: MIN, every power of two above
 /// it and below MAX, and MAX (ascending, without duplicates).
@@ -59,6 +69,24 @@ compileSizeWindows(const topo::Topology &t, const CompileRequest &req,
                    int64_t minBytes, int64_t maxBytes,
                    bool mustServePowersOfTwo,
                    const SizeWindowProgress &progress = {});
+
+/// Names window i's schedule as `compile --sizes` does:
+/// TOPOLOGY_ALGORITHM_COLLECTIVE_MODE_wI (MODE inplace or outofplace).
+void nameSizeWindows(std::vector<SizeWindow> &windows,
+                     const topo::Topology &t, bool inplace);
+
+/// Each window's plan metadata: `meta` with the window's algorithm and, for
+/// coded schedules, its error bound and roundoff gain.
+std::vector<backends::PlanMeta>
+sizeWindowMetas(llvm::ArrayRef<SizeWindow> windows,
+                const backends::PlanMeta &meta);
+
+/// The windows as one plan set (`compile --emit plan --sizes`):
+/// backends::planSetToJson of the windows' bounds, schedules and
+/// sizeWindowMetas(windows, meta).
+llvm::Expected<std::string>
+sizeWindowPlanSet(llvm::ArrayRef<SizeWindow> windows,
+                  const backends::PlanMeta &meta);
 
 } // namespace topocc
 

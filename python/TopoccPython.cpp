@@ -13,7 +13,9 @@
 
 #include "backends/MscclXml.h"
 #include "backends/PlanJson.h"
+#include "backends/TopologyHash.h"
 #include "compiler/Pipeline.h"
+#include "compiler/SizeWindows.h"
 #include "compiler/topology/TopologyParser.h"
 #include "runtime/Interpreter.h"
 #include "runtime/LocalTransport.h"
@@ -69,9 +71,49 @@ double sizeArg(const py::object &size, const char *what) {
   return v;
 }
 
+/// allreduce, allgather or reducescatter (what compile and whatif take).
+ir::Collective collectiveArg(const std::string &collective) {
+  auto coll = ir::collectiveFromName(collective);
+  if (!coll || (*coll != ir::Collective::AllReduce &&
+                *coll != ir::Collective::AllGather &&
+                *coll != ir::Collective::ReduceScatter))
+    raise("collective must be allreduce, allgather or reducescatter, got '" +
+          collective + "'");
+  return *coll;
+}
+
+/// A size for the library's size parsers: text as given, a number of bytes
+/// in decimal.
+std::string sizeItem(const py::handle &v) {
+  if (py::isinstance<py::str>(v))
+    return v.cast<std::string>();
+  if (py::isinstance<py::int_>(v))
+    return std::to_string(v.cast<long long>());
+  raise("sizes must be text ('64M') or whole numbers of bytes, got " +
+        py::repr(v).cast<std::string>());
+}
+
+/// (MIN, MAX) as the text --sizes MIN:MAX.
+std::string sizeRangeText(const py::object &range) {
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(range);
+  if (!py::isinstance<py::sequence>(range) || py::len(seq) != 2)
+    raise("sizes must be 'MIN:MAX' or (MIN, MAX), got " +
+          py::repr(range).cast<std::string>());
+  return sizeItem(seq[0]) + ":" + sizeItem(seq[1]);
+}
+
 struct PyTopology {
   std::shared_ptr<topo::Topology> t;
 };
+
+/// What the module's plan files record (as the CLI's, with this generator).
+backends::PlanMeta planMeta(const topo::Topology &t) {
+  backends::PlanMeta m;
+  m.generator = "topocc python";
+  m.topologyName = t.name().str();
+  m.topologyHash = backends::topologyHash(t);
+  return m;
+}
 
 struct PyCompiled {
   std::shared_ptr<topo::Topology> topology;
@@ -79,9 +121,7 @@ struct PyCompiled {
   std::string algorithm;
 
   backends::PlanMeta meta() const {
-    backends::PlanMeta m;
-    m.generator = "topocc python";
-    m.topologyName = topology->name().str();
+    backends::PlanMeta m = planMeta(*topology);
     m.algorithm = algorithm;
     if (result.coded) {
       m.errorBound = result.codedError;
@@ -99,6 +139,34 @@ struct PyCompiled {
       return take(backends::mscclXmlToString(result.schedule));
     }
     raise("emit must be 'msccl-xml' or 'plan', got '" + emit + "'");
+  }
+};
+
+/// compile(sizes=...): one schedule per size window (compileSizeWindows),
+/// written as one plan set.
+struct PyCompiledSizes {
+  std::shared_ptr<topo::Topology> topology;
+  std::vector<SizeWindow> windows;
+  int64_t minBytes = 0, maxBytes = 0;
+
+  std::string text(const std::string &emit) const {
+    if (emit != "plan")
+      raise("a compile over sizes is a plan set: emit must be 'plan', got '" +
+            emit + "'");
+    return take(sizeWindowPlanSet(windows, planMeta(*topology)));
+  }
+  std::shared_ptr<runtime::Plan> plan() const {
+    std::vector<backends::PlanMeta> metas =
+        sizeWindowMetas(windows, planMeta(*topology));
+    std::vector<backends::PlanWindow> bounds;
+    std::vector<runtime::Plan> plans;
+    for (size_t i = 0; i < windows.size(); ++i) {
+      bounds.push_back({windows[i].minBytes, windows[i].maxBytes});
+      plans.push_back(take(
+          runtime::Plan::fromSchedule(windows[i].result.schedule, metas[i])));
+    }
+    return std::make_shared<runtime::Plan>(take(
+        runtime::Plan::fromVariants(std::move(bounds), std::move(plans))));
   }
 };
 
@@ -353,22 +421,77 @@ PYBIND11_MODULE(_topocc, m) {
           },
           "The schedule as a runnable Plan");
 
+  py::class_<PyCompiledSizes>(
+      m, "CompiledSizes",
+      "Verified schedules from compile(sizes=...): one per size window")
+      .def_property_readonly("min_bytes",
+                             [](const PyCompiledSizes &c) { return c.minBytes; })
+      .def_property_readonly("max_bytes",
+                             [](const PyCompiledSizes &c) { return c.maxBytes; })
+      .def_property_readonly(
+          "windows",
+          [](const PyCompiledSizes &c) {
+            py::list out;
+            for (const SizeWindow &w : c.windows) {
+              py::dict d;
+              d["min_bytes"] = w.minBytes;
+              d["max_bytes"] = w.maxBytes;
+              d["algorithm"] = algorithmName(w.result.algorithm).str();
+              d["flags"] = w.result.chosenFlags;
+              d["samples"] = w.samples;
+              d["predicted_time"] = w.result.predictedTime;
+              d["summary"] = w.result.summary;
+              d["coded"] = w.result.coded;
+              d["error_bound"] = w.result.codedError;
+              d["channels"] = w.result.schedule.numChannels;
+              d["name"] = w.result.schedule.name;
+              out.append(std::move(d));
+            }
+            return out;
+          },
+          "One dict per window, in size order: min_bytes, max_bytes (both "
+          "inclusive), algorithm, flags (auto's choice beyond the "
+          "algorithm), samples (the sizes that chose it), predicted_time "
+          "(seconds at the first sample), summary, coded, error_bound, "
+          "channels, name")
+      .def("text", &PyCompiledSizes::text, py::arg("emit") = "plan",
+           "The plan set JSON (`topocc compile --emit plan --sizes`)")
+      .def(
+          "write",
+          [](const PyCompiledSizes &c, const std::string &path,
+             const std::string &emit) { writeText(path, c.text(emit)); },
+          py::arg("path"), py::arg("emit") = "plan",
+          "Writes text(emit) to `path`")
+      .def("plan", &PyCompiledSizes::plan,
+           "The plan set as a runnable Plan (each call runs its window's "
+           "variant)")
+      .def("__len__",
+           [](const PyCompiledSizes &c) { return c.windows.size(); })
+      .def("__repr__", [](const PyCompiledSizes &c) {
+        return "<topocc.CompiledSizes " + std::to_string(c.minBytes) +
+               " to " + std::to_string(c.maxBytes) + " B: " +
+               std::to_string(c.windows.size()) + " window" +
+               (c.windows.size() == 1 ? "" : "s") + ">";
+      });
+
   m.def(
       "compile",
       [](const PyTopology &t, const std::string &collective,
          const std::string &algorithm, const py::object &size,
          const py::object &channels, int chunks, bool inplace,
-         double tolerance, const std::string &target) {
+         double tolerance, const py::object &target,
+         const py::object &sizes) -> py::object {
         CompileRequest req;
-        auto coll = ir::collectiveFromName(collective);
-        if (!coll || (*coll != ir::Collective::AllReduce &&
-                      *coll != ir::Collective::AllGather &&
-                      *coll != ir::Collective::ReduceScatter))
-          raise("collective must be allreduce, allgather or reducescatter, "
-                "got '" + collective + "'");
-        req.collective = *coll;
+        req.collective = collectiveArg(collective);
         req.algorithm = take(parseAlgorithm(algorithm));
-        req.bytes = sizeArg(size, "size");
+        const bool windows = !sizes.is_none();
+        if (windows && !size.is_none())
+          raise("size and sizes exclude each other: sizes=(MIN, MAX) runs "
+                "auto at every power of two from MIN to MAX");
+        if (windows && req.algorithm != Algorithm::Auto)
+          raise("sizes chooses the algorithm at every size (algorithm "
+                "'auto'), got algorithm '" + algorithm + "'");
+        req.bytes = size.is_none() ? double(64 << 20) : sizeArg(size, "size");
         // As `topocc compile`: channels auto for auto, else 1.
         req.channels = channels.is_none()
                            ? (req.algorithm == Algorithm::Auto ? 0 : 1)
@@ -376,16 +499,41 @@ PYBIND11_MODULE(_topocc, m) {
         req.chunks = chunks;
         req.inplace = inplace;
         req.tolerance = tolerance;
-        // The limits of the output, as `topocc compile --emit`.
-        ir::OutputFormat format = take(ir::parseOutputFormat(target));
+        // The limits of the output, as `topocc compile --emit`; a compile
+        // over sizes is a plan set.
+        const std::string emit =
+            target.is_none() ? (windows ? "plan" : "msccl-xml")
+                             : target.cast<std::string>();
+        ir::OutputFormat format = take(ir::parseOutputFormat(emit));
         if (format != ir::OutputFormat::MscclXml &&
             format != ir::OutputFormat::Plan)
-          raise("target must be 'msccl-xml' or 'plan', got '" + target + "'");
+          raise("target must be 'msccl-xml' or 'plan', got '" + emit + "'");
+        if (windows && format != ir::OutputFormat::Plan)
+          raise("sizes gives a plan set: target must be 'plan' (the MSCCL "
+                "XML directory of `topocc compile --sizes` is the CLI's)");
         req.target = ir::TargetLimits::forFormat(
             format, ir::kDefaultSmCount, backends::MscclXmlOptions().maxSteps,
             ir::MscclRuntime::MscclExecutor);
         if (auto err = checkCompileRequest(req))
           raise(std::move(err));
+        if (windows) {
+          std::string range = py::isinstance<py::str>(sizes)
+                                  ? sizes.cast<std::string>()
+                                  : sizeRangeText(sizes);
+          auto bounds = take(parseSizeWindowRange(range));
+          PyCompiledSizes out;
+          out.topology = t.t;
+          out.minBytes = bounds.first;
+          out.maxBytes = bounds.second;
+          llvm::Expected<std::vector<SizeWindow>> r = [&] {
+            py::gil_scoped_release nogil;
+            return compileSizeWindows(*t.t, req, bounds.first, bounds.second,
+                                      /*mustServePowersOfTwo=*/false);
+          }();
+          out.windows = take(std::move(r));
+          nameSizeWindows(out.windows, *t.t, inplace);
+          return py::cast(std::move(out));
+        }
         PassLogger log;
         PyCompiled out;
         out.topology = t.t;
@@ -400,17 +548,20 @@ PYBIND11_MODULE(_topocc, m) {
           out.result.schedule.name =
               t.t->name().str() + "_" + out.algorithm + "_" + collective + "_" +
               (inplace ? "inplace" : "outofplace");
-        return out;
+        return py::cast(std::move(out));
       },
       py::arg("topology"), py::arg("collective") = "allreduce",
-      py::arg("algorithm") = "auto", py::arg("size") = py::int_(64 << 20),
+      py::arg("algorithm") = "auto", py::arg("size") = py::none(),
       py::arg("channels") = py::none(), py::arg("chunks") = 1,
       py::arg("inplace") = false, py::arg("tolerance") = 0.0,
-      py::arg("target") = "msccl-xml",
+      py::arg("target") = py::none(), py::arg("sizes") = py::none(),
       "Compiles a collective for the topology with the library pipeline "
       "(compiler/Pipeline.h), with `topocc compile`'s defaults: algorithm "
       "auto (the fastest candidate by the runtime model; ring, hier-ring, "
       "trees, cerar, hier-cerar name one), channels auto for auto else 1 "
       "(0 = auto), size 64 MiB; tolerance > 0 allows CERAR; target "
-      "'msccl-xml' or 'plan' sets the output's limits (--emit)");
+      "'msccl-xml' or 'plan' sets the output's limits (--emit). "
+      "sizes='1K:64M' or (MIN, MAX) instead of size: auto at every power of "
+      "two from MIN to MAX, one schedule per window of sizes with the same "
+      "choice (`compile --emit plan --sizes`); returns a CompiledSizes");
 }

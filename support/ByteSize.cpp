@@ -7,6 +7,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -155,6 +156,25 @@ llvm::Expected<std::vector<double>> parseByteSizeRanges(llvm::StringRef text,
   llvm::sort(out);
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+std::string plainNumber(double v) {
+  std::string s = llvm::formatv("{0:F3}", v).str();
+  while (!s.empty() && s.back() == '0')
+    s.pop_back();
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+
+std::string sizeText(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return plainNumber(b) + " " + units[u];
 }
 
 } // namespace topocc

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace topocc {
@@ -50,6 +51,11 @@ llvm::Expected<double> parseByteSize(llvm::StringRef text,
 /// most 4096. User errors name the option `what` ("--sizes").
 llvm::Expected<std::vector<double>> parseByteSizeRanges(llvm::StringRef text,
                                                         llvm::StringRef what);
+
+/// Shortest decimal text with at most 3 decimals ("300", "12.5").
+std::string plainNumber(double v);
+/// A byte count in binary units, nccl-tests style ("64 MiB", "1.5 GiB").
+std::string sizeText(double bytes);
 
 } // namespace topocc
 

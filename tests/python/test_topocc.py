@@ -1,6 +1,7 @@
 """The Python module (python/TopoccPython.cpp): run by the ctest `python`
 with PYTHONPATH set to a build's python/ folder and TOPOCC_ROOT to the
 repository; `/usr/bin/python3 -m pytest tests/python` by hand."""
+import json
 import os
 
 import numpy as np
@@ -138,3 +139,68 @@ def test_default_file_is_the_clis(tmp_path):
     assert c.algorithm in ("ring", "hier-ring", "trees")
     assert c.predicted_time > 0
     assert c.text() == out.read_text()
+
+
+def cli():
+    """The topocc binary of the same build (TOPOCC_CLI, as the ctest sets it)."""
+    path = os.environ.get("TOPOCC_CLI")
+    if not path:
+        pytest.skip("TOPOCC_CLI (a topocc binary) is not set")
+    return path
+
+
+def run_cli(*args, check=True):
+    import subprocess
+    return subprocess.run([cli(), *args], check=check, capture_output=True, text=True)
+
+
+def test_size_windows_are_the_clis_plan_set(tmp_path):
+    """compile(sizes=...) gives the plan set `topocc compile --emit plan --sizes` writes."""
+    path = os.path.join(TOPO, "ndv2.yaml")
+    out = tmp_path / "set.json"
+    run_cli("compile", path, "--collective", "allreduce", "--sizes", "1K:16M",
+            "--emit", "plan", "-o", str(out))
+    c = topocc.compile(topocc.load_topology(path), "allreduce", sizes="1K:16M")
+    assert (c.min_bytes, c.max_bytes) == (1024, 16 << 20) and len(c) == len(c.windows) > 1
+    # The same text but for the generator ("topocc VERSION" from the CLI).
+    cli_text = out.read_text()
+    generator = json.loads(cli_text)["generator"]
+    assert c.text("plan").replace('"generator": "topocc python"',
+                                  '"generator": "%s"' % generator) == cli_text
+    windows = c.windows
+    assert windows[0]["min_bytes"] == 1024 and windows[-1]["max_bytes"] == 16 << 20
+    for a, b in zip(windows, windows[1:]):
+        assert b["min_bytes"] == a["max_bytes"] + 1
+    for w in windows:
+        assert w["algorithm"] in ("ring", "hier-ring", "trees") and w["predicted_time"] > 0
+        assert w["samples"][0] == w["min_bytes"] and w["samples"][-1] <= w["max_bytes"]
+    cli_windows = [(v["minBytes"], v["maxBytes"], v["algorithm"])
+                   for v in json.loads(cli_text)["variants"]]
+    assert [(w["min_bytes"], w["max_bytes"], w["algorithm"]) for w in windows] == cli_windows
+    written = tmp_path / "py.json"
+    c.write(str(written))
+    assert written.read_text() == c.text()
+    # The set runs: each call its window's variant, loaded back the same.
+    plan = c.plan()
+    assert plan.hash == topocc.Plan.load(str(written)).hash
+    for count in (256, 1 << 20):  # 1 KiB and 4 MiB of float32
+        outs = plan.run_local([np.full(count, r, np.float32) for r in range(8)])
+        assert all((o == 28).all() for o in outs)
+
+
+def test_size_window_errors():
+    t = topology("ndv2")
+    with pytest.raises(topocc.Error, match="exclude each other"):
+        topocc.compile(t, size="1M", sizes="1K:1M")
+    with pytest.raises(topocc.Error, match="algorithm 'auto'"):
+        topocc.compile(t, algorithm="ring", sizes="1K:1M")
+    with pytest.raises(topocc.Error, match="target must be 'plan'"):
+        topocc.compile(t, sizes="1K:1M", target="msccl-xml")
+    with pytest.raises(topocc.Error, match=r"invalid --sizes '1K-1M' \(expected MIN:MAX"):
+        topocc.compile(t, sizes="1K-1M")
+    with pytest.raises(topocc.Error, match=r"MIN \(1 MiB\) is larger than MAX \(1 KiB\)"):
+        topocc.compile(t, sizes=(1 << 20, "1K"))
+    c = topocc.compile(t, sizes=(4096, 4096))
+    assert len(c.windows) == 1 and c.windows[0]["samples"] == [4096]
+    with pytest.raises(topocc.Error, match="emit must be 'plan'"):
+        c.text("msccl-xml")

@@ -313,33 +313,6 @@ std::string choiceLines(const CompileResult &plan, bool compact = false) {
 
 //===-- --sizes MIN:MAX: one schedule per size window ---------------------===//
 
-/// --sizes MIN:MAX (each a size as --size reads it, in whole bytes).
-llvm::Expected<std::pair<int64_t, int64_t>>
-parseSizeWindowRange(llvm::StringRef text) {
-  llvm::SmallVector<llvm::StringRef, 3> parts;
-  text.split(parts, ':');
-  if (parts.size() != 2)
-    return makeUserError("invalid --sizes '" + text +
-                         "' (expected MIN:MAX, e.g. 1K:64M: one schedule per "
-                         "window of sizes from MIN to MAX)");
-  int64_t bounds[2];
-  for (int i = 0; i < 2; ++i) {
-    auto b = parseByteSize(parts[i], "--sizes");
-    if (!b)
-      return b.takeError();
-    if (*b != std::floor(*b) || *b >= 9.0e18)
-      return makeUserError("invalid --sizes '" + text +
-                           "': " + (i ? "MAX" : "MIN") + " " + parts[i] +
-                           " is not a whole number of bytes");
-    bounds[i] = static_cast<int64_t>(*b);
-  }
-  if (bounds[0] > bounds[1])
-    return makeUserError(llvm::formatv(
-        "invalid --sizes '{0}': MIN ({1}) is larger than MAX ({2})", text,
-        sizeText(double(bounds[0])), sizeText(double(bounds[1]))));
-  return std::make_pair(bounds[0], bounds[1]);
-}
-
 /// "1K", "64M", "3000": a size as a file name part.
 std::string sizeName(int64_t b) {
   const struct {
@@ -529,16 +502,21 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
   // index/STEM.json.
   const std::string stem = ir::collectiveName(req.collective).str() +
                            (opts.inplace ? "-inplace" : "");
+  nameSizeWindows(*windows, t, opts.inplace);
+  // The plan set before the windows move into `rendered`.
+  std::optional<std::string> planSet;
+  if (!xml) {
+    auto text = sizeWindowPlanSet(*windows, meta);
+    if (!text)
+      return text.takeError();
+    planSet = std::move(*text);
+  }
   std::vector<RenderedWindow> rendered;
   for (size_t i = 0; i < windows->size(); ++i) {
     RenderedWindow w;
     w.window = std::move((*windows)[i]);
     ir::Schedule &s = w.window.result.schedule;
     const std::string algo = algorithmName(w.window.result.algorithm).str();
-    s.name =
-        llvm::formatv("{0}_{1}_{2}_{3}_w{4}", t.name(), algo, opts.collective,
-                      opts.inplace ? "inplace" : "outofplace", i)
-            .str();
     std::string index = std::to_string(i);
     std::string range = sizeName(w.window.samples.front());
     if (w.window.samples.size() > 1)
@@ -617,22 +595,7 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
                             range->second, opts.output)
                   .str();
   } else {
-    std::vector<backends::PlanWindow> planWindows;
-    std::vector<const ir::Schedule *> schedules;
-    std::vector<backends::PlanMeta> metas;
-    for (const RenderedWindow &w : rendered) {
-      planWindows.push_back({w.window.minBytes, w.window.maxBytes});
-      schedules.push_back(&w.window.result.schedule);
-      backends::PlanMeta m = meta;
-      m.algorithm = algorithmName(w.window.result.algorithm).str();
-      m.errorBound = w.window.result.codedError;
-      m.roundoffGain = w.window.result.codedRoundoffGain;
-      metas.push_back(std::move(m));
-    }
-    auto text = backends::planSetToJson(planWindows, schedules, metas);
-    if (!text)
-      return text.takeError();
-    if (auto err = writeOutputFile(opts.output, *text))
+    if (auto err = writeOutputFile(opts.output, *planSet))
       return err;
     written.push_back(opts.output);
     report += llvm::formatv("wrote {0}: plan set of {1} variant{2} tiling {3} "
@@ -643,8 +606,10 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
                   .str();
     for (size_t i = 0; i < rendered.size(); ++i) {
       report += llvm::formatv("variant {0}: ", i).str() +
-                scheduleSummary(rendered[i].window.result.schedule,
-                                metas[i].algorithm, req.target) +
+                scheduleSummary(
+                    rendered[i].window.result.schedule,
+                    algorithmName(rendered[i].window.result.algorithm),
+                    req.target) +
                 "\n";
       windowReport(rendered[i]);
     }

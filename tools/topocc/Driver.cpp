@@ -94,25 +94,6 @@ llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
   return llvm::Error::success();
 }
 
-std::string plainNumber(double v) {
-  std::string s = llvm::formatv("{0:F3}", v).str();
-  while (!s.empty() && s.back() == '0')
-    s.pop_back();
-  if (!s.empty() && s.back() == '.')
-    s.pop_back();
-  return s;
-}
-
-std::string sizeText(double b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return plainNumber(b) + " " + units[u];
-}
-
 llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {
   static const llvm::StringRef kNames[] = {"allreduce", "allgather",
                                            "reducescatter"};

@@ -10,6 +10,7 @@
 
 #include "compiler/topology/Topology.h"
 #include "ir/Schedule.h"
+#include "support/ByteSize.h" // sizeText, plainNumber
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -43,11 +44,6 @@ llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
 /// Opens `path` for writing ("-" is stdout) and writes `text`; user error if
 /// the file cannot be written.
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text);
-
-/// Shortest decimal text with at most 3 decimals ("300", "12.5").
-std::string plainNumber(double v);
-/// A byte count in binary units, nccl-tests style ("64 MiB", "1.5 GiB").
-std::string sizeText(double bytes);
 
 /// "text" or "json"; user error otherwise.
 llvm::Error checkFormat(llvm::StringRef format);
