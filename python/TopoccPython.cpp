@@ -11,11 +11,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "backends/MscclVerify.h"
 #include "backends/MscclXml.h"
 #include "backends/PlanJson.h"
 #include "backends/TopologyHash.h"
 #include "compiler/Pipeline.h"
 #include "compiler/SizeWindows.h"
+#include "compiler/WhatIfRun.h"
+#include "compiler/analysis/BoundReport.h"
+#include "compiler/analysis/RealizableGraph.h"
+#include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "runtime/Interpreter.h"
 #include "runtime/LocalTransport.h"
@@ -30,6 +35,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +99,29 @@ std::string sizeItem(const py::handle &v) {
         py::repr(v).cast<std::string>());
 }
 
+/// Text as given, or a list of items joined with commas (each by `item`).
+template <typename Item>
+std::string listArg(const py::object &v, Item item) {
+  if (py::isinstance<py::str>(v))
+    return v.cast<std::string>();
+  std::string out;
+  for (const py::handle &x : v) {
+    if (!out.empty())
+      out += ",";
+    out += item(x);
+  }
+  return out;
+}
+
+/// None, one string or a sequence of strings (a repeatable CLI option).
+std::vector<std::string> stringsArg(const py::object &v) {
+  if (v.is_none())
+    return {};
+  if (py::isinstance<py::str>(v))
+    return {v.cast<std::string>()};
+  return v.cast<std::vector<std::string>>();
+}
+
 /// (MIN, MAX) as the text --sizes MIN:MAX.
 std::string sizeRangeText(const py::object &range) {
   py::sequence seq = py::reinterpret_borrow<py::sequence>(range);
@@ -104,7 +133,31 @@ std::string sizeRangeText(const py::object &range) {
 
 struct PyTopology {
   std::shared_ptr<topo::Topology> t;
+  std::string path; ///< the file it was loaded from
 };
+
+/// The topology with the named scenario of its file applied ("" or None:
+/// as it is), as the CLI's --scenario.
+std::shared_ptr<const topo::Topology> withScenario(const PyTopology &p,
+                                                   const py::object &scenario) {
+  if (scenario.is_none() || scenario.cast<std::string>().empty())
+    return p.t;
+  auto t = std::make_shared<topo::Topology>(*p.t);
+  if (auto err = topo::applyScenario(*t, scenario.cast<std::string>()))
+    raise(std::move(err));
+  return t;
+}
+
+/// A report the library prints as JSON (what the CLI's --format json
+/// prints), as Python objects: the same text through Python's json.
+template <typename Print> py::object jsonReport(Print print) {
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    print(os);
+  }
+  return py::module_::import("json").attr("loads")(text);
+}
 
 /// What the module's plan files record (as the CLI's, with this generator).
 backends::PlanMeta planMeta(const topo::Topology &t) {
@@ -321,7 +374,8 @@ PYBIND11_MODULE(_topocc, m) {
       "load_topology",
       [](const std::string &path) {
         return PyTopology{std::make_shared<topo::Topology>(
-            take(topo::loadTopologyFile(path)))};
+                              take(topo::loadTopologyFile(path))),
+                          path};
       },
       py::arg("path"), "Reads and validates a topology file");
 
@@ -564,4 +618,164 @@ PYBIND11_MODULE(_topocc, m) {
       "sizes='1K:64M' or (MIN, MAX) instead of size: auto at every power of "
       "two from MIN to MAX, one schedule per window of sizes with the same "
       "choice (`compile --emit plan --sizes`); returns a CompiledSizes");
+
+  m.def(
+      "bound",
+      [](const PyTopology &p, const py::object &size,
+         const py::object &scenario, const std::string &capacity) {
+        analysis::CapacityKind kind =
+            take(analysis::parseCapacityKind(capacity));
+        double bytes = sizeArg(size, "size");
+        std::shared_ptr<const topo::Topology> t = withScenario(p, scenario);
+        std::optional<llvm::Expected<analysis::BoundResult>> physical,
+            realizable;
+        {
+          py::gil_scoped_release nogil;
+          physical.emplace(analysis::computeBound(*t, kind));
+          if (*physical)
+            realizable.emplace(analysis::computeRealizableBound(*t));
+        }
+        analysis::BoundResult b = take(std::move(*physical));
+        analysis::BoundResult rb = take(std::move(*realizable));
+        return jsonReport([&](llvm::raw_ostream &os) {
+          analysis::printBoundJson(
+              os, *t, b, rb, bytes,
+              scenario.is_none() ? "" : scenario.cast<std::string>(),
+              capacity);
+        });
+      },
+      py::arg("topology"), py::arg("size") = "1G",
+      py::arg("scenario") = py::none(), py::arg("capacity") = "raw",
+      "The exact cut bound (compiler/analysis/Bound.h) of allgather, "
+      "reducescatter and allreduce at `size` (bytes or text), as `topocc "
+      "bound --format json` reports it: a dict with 'allgather', "
+      "'reducescatter', 'allreduce' (time_s, algbw, busbw in bytes/s, "
+      "lambda, ...) and 'realizable' (the same on the runtime's routes). "
+      "capacity 'raw' or 'effective'; scenario: one of the file's "
+      "scenarios, applied first");
+
+  m.def(
+      "whatif",
+      [](const PyTopology &p, const std::string &collective,
+         const py::object &sizes, const py::object &algorithms,
+         const py::object &scenario, const py::object &fail,
+         const py::object &scale, const py::object &set, int chunks,
+         double tolerance, const std::string &mode,
+         const py::object &reduceBandwidth) {
+        WhatIfRequest req;
+        req.collective = collectiveArg(collective);
+        req.sizes = listArg(sizes, sizeItem);
+        req.algorithms = listArg(
+            algorithms, [](const py::handle &x) { return x.cast<std::string>(); });
+        req.scenarios = stringsArg(scenario);
+        req.fails = stringsArg(fail);
+        req.scales = stringsArg(scale);
+        req.sets = stringsArg(set);
+        req.chunks = chunks;
+        req.tolerance = tolerance;
+        req.mode = mode;
+        if (!reduceBandwidth.is_none())
+          req.reduceBandwidth = reduceBandwidth.cast<std::string>();
+        llvm::Expected<analysis::WhatIfReport> r = [&] {
+          py::gil_scoped_release nogil;
+          return whatIfReport(*p.t, req);
+        }();
+        analysis::WhatIfReport report = take(std::move(r));
+        return jsonReport([&](llvm::raw_ostream &os) {
+          analysis::printWhatIfJson(os, report);
+        });
+      },
+      py::arg("topology"), py::arg("collective") = "allreduce",
+      py::arg("sizes") = "1K:8G",
+      py::arg("algorithms") = "ring,rank-ring,nccl-model,bound",
+      py::arg("scenario") = py::none(), py::arg("fail") = py::none(),
+      py::arg("scale") = py::none(), py::arg("set") = py::none(),
+      py::arg("chunks") = 1, py::arg("tolerance") = 0.0,
+      py::arg("mode") = "runtime", py::arg("reduce_bandwidth") = py::none(),
+      "Simulates algorithms over message sizes on the topology and its "
+      "what-if variants, as `topocc whatif --format json` reports it "
+      "(compiler/WhatIfRun.h): a dict with 'algorithms' and 'scenarios', "
+      "one per table (the base, each scenario, 'cli' for fail/scale/set), "
+      "each with 'rows': bytes, count, results (per algorithm: applicable, "
+      "time_s, algbw, busbw in bytes/s, or why not), winner. sizes: text "
+      "('1K:8G', '64M', '1K:8G:4', comma lists) or a list of sizes; "
+      "algorithms: comma text or a list (ring, rank-ring, nccl-model, "
+      "bound, realizable, trees, hier-ring, cerar, hier-cerar, auto); "
+      "scenario, fail, scale, set: one string or a list each, as the CLI's "
+      "--scenario, --fail, --scale ('SEL=2x'), --set ('SEL=200Gb/s'); "
+      "mode runtime, cut-through or store-and-forward; reduce_bandwidth "
+      "e.g. '600GB/s' (default from the GPU model)");
+
+  m.def(
+      "verify",
+      [](const py::object &paths, const py::object &topology,
+         const py::object &size, bool legacy, unsigned maxSteps,
+         const py::object &smCount, const std::string &mode) {
+        std::vector<std::string> files = stringsArg(paths);
+        backends::MscclVerifyOptions opts;
+        opts.legacy = legacy;
+        opts.maxSteps = maxSteps;
+        opts.smCount = smCount.is_none() ? -1 : smCount.cast<int>();
+        opts.mode = take(analysis::parseSimMode(mode));
+        if (!size.is_none() && topology.is_none())
+          raise("size needs topology (the size of the simulated call)");
+        std::shared_ptr<topo::Topology> t;
+        if (!topology.is_none()) {
+          if (py::isinstance<py::str>(topology)) {
+            opts.topologyFile = topology.cast<std::string>();
+            t = std::make_shared<topo::Topology>(
+                take(topo::loadTopologyFile(opts.topologyFile)));
+          } else {
+            const PyTopology &p = topology.cast<const PyTopology &>();
+            t = p.t;
+            opts.topologyFile = p.path;
+          }
+          opts.topology = t.get();
+          opts.bytes =
+              size.is_none() ? double(int64_t(1) << 30) : sizeArg(size, "size");
+        }
+        llvm::Expected<backends::MscclVerifyReport> r = [&] {
+          py::gil_scoped_release nogil;
+          return backends::verifyMscclFiles(files, opts);
+        }();
+        backends::MscclVerifyReport report = take(std::move(r));
+        // A file that is not an MSCCL algorithm at all (unreadable, not
+        // XML, no readable <algo>) raises; one that fails a check is a
+        // verdict.
+        for (const backends::MscclFileResult &f : report.files) {
+          if (!f.ioError.empty())
+            raise(f.ioError);
+          bool lexical = llvm::any_of(
+              f.verdict.findings,
+              [](const backends::MscclFinding &x) { return x.rule == "lexical"; });
+          if (lexical || !f.verdict.algo) {
+            std::string text;
+            llvm::raw_string_ostream os(text);
+            for (const Diagnostic &d : f.verdict.problems)
+              d.print(os);
+            os.flush();
+            raise(llvm::StringRef(text).rtrim().str());
+          }
+        }
+        py::object out = jsonReport([&](llvm::raw_ostream &os) {
+          backends::printMscclVerifyJson(os, report, opts);
+        });
+        out["ok"] = report.passes();
+        return out;
+      },
+      py::arg("path"), py::arg("topology") = py::none(),
+      py::arg("size") = py::none(), py::arg("legacy") = false,
+      py::arg("max_steps") = 64, py::arg("sm_count") = py::none(),
+      py::arg("mode") = "runtime",
+      "Checks MSCCL algorithm XML files (one path or a list) as `topocc "
+      "verify --format json` reports them (backends/MscclVerify.h): a dict "
+      "with 'files' (per file: verdict 'accept' or 'reject', algo, "
+      "properties, errors and warnings with file/line/col, rule and "
+      "consequence; with a topology 'topology': the simulated run at size, "
+      "default 1G), 'windowOverlaps', 'summary', and 'ok' (the CLI's exit "
+      "status 0: every file accepted, none hangs or runs wrongly). A file "
+      "that is not an MSCCL algorithm (unreadable, not XML, no readable "
+      "<algo>) raises topocc.Error with file:line:col. topology: a "
+      "Topology or a path; sm_count None: the topology's GPU model, else "
+      "108");
 }

@@ -10,8 +10,8 @@
 Errors raise topocc.Error with the library's message (file:line:col where
 there is one). See docs/Python.md.
 """
-from ._topocc import (Compiled, CompiledSizes, Error, Plan, Topology, compile,
-                      load_topology)
+from ._topocc import (Compiled, CompiledSizes, Error, Plan, Topology, bound,
+                      compile, load_topology, verify, whatif)
 
-__all__ = ["Compiled", "CompiledSizes", "Error", "Plan", "Topology", "compile",
-           "load_topology"]
+__all__ = ["Compiled", "CompiledSizes", "Error", "Plan", "Topology", "bound",
+           "compile", "load_topology", "verify", "whatif"]

@@ -204,3 +204,112 @@ def test_size_window_errors():
     assert len(c.windows) == 1 and c.windows[0]["samples"] == [4096]
     with pytest.raises(topocc.Error, match="emit must be 'plan'"):
         c.text("msccl-xml")
+
+
+def cli_json(*args):
+    return json.loads(run_cli(*args, "--format", "json").stdout)
+
+
+def test_bound_is_the_clis():
+    path = os.path.join(TOPO, "dgx-a100.yaml")
+    t = topocc.load_topology(path)
+    b = topocc.bound(t, size="64M", capacity="effective")
+    assert b == cli_json("bound", path, "--size", "64M", "--capacity", "effective")
+    ar = b["allreduce"]
+    assert ar["time_s"] > 0 and ar["busbw"] > 0 and b["realizable"]["allreduce"]["time_s"] >= ar["time_s"]
+    # A scenario of the file, applied first (an NVSwitch fewer: a lower bound).
+    s = topocc.bound(t, size=1 << 30, scenario="nvswitch-fail")
+    assert s == cli_json("bound", path, "--scenario", "nvswitch-fail")
+    assert s["allreduce"]["time_s"] > topocc.bound(t)["allreduce"]["time_s"]
+    with pytest.raises(topocc.Error, match="capacity"):
+        topocc.bound(t, capacity="fast")
+    with pytest.raises(topocc.Error, match="scenario"):
+        topocc.bound(t, scenario="none-such")
+
+
+def test_whatif_is_the_clis():
+    path = os.path.join(TOPO, "dgx-a100.yaml")
+    t = topocc.load_topology(path)
+    w = topocc.whatif(t, sizes=["1M", 4 << 20], algorithms=["ring", "nccl-model", "bound", "trees"],
+                      fail="*/gpu1", chunks=2)
+    assert w == cli_json("whatif", path, "--sizes", "1M,4M", "--algorithms",
+                         "ring,nccl-model,bound,trees", "--fail", "*/gpu1", "--chunks", "2")
+    assert [s["scenario"] for s in w["scenarios"]] == ["base", "cli"]
+    row = w["scenarios"][0]["rows"][1]
+    assert row["bytes"] == 4 << 20 and row["winner"] in ("ring", "nccl-model", "trees")
+    assert row["results"]["bound"]["time_s"] < row["results"][row["winner"]]["time_s"]
+    # Defaults as the CLI's; a scenario of the file and a scaled link.
+    d = topocc.whatif(t, sizes="64K", scenario=["nvlink-derate"], scale="*/gpu0--*=0.5x",
+                      mode="cut-through")
+    assert d == cli_json("whatif", path, "--sizes", "64K", "--scenario", "nvlink-derate",
+                         "--scale", "*/gpu0--*=0.5x", "--mode", "cut-through")
+    assert [a["name"] for a in d["algorithms"]] == ["ring", "rank-ring", "nccl-model", "bound"]
+
+
+def test_whatif_errors_are_the_clis():
+    t = topology("dgx-a100")
+    with pytest.raises(topocc.Error, match=r"unknown algorithm 'bogus' \(known: ring, rank-ring"):
+        topocc.whatif(t, sizes="1M", algorithms="bogus")
+    with pytest.raises(topocc.Error, match="--chunks must be between 1 and 64, got 0"):
+        topocc.whatif(t, sizes="1M", chunks=0)
+    with pytest.raises(topocc.Error, match="collective must be"):
+        topocc.whatif(t, "broadcast", sizes="1M")
+    with pytest.raises(topocc.Error, match="invalid mode 'fluid'"):
+        topocc.whatif(t, sizes="1M", mode="fluid")
+    with pytest.raises(topocc.Error, match="--sizes"):
+        topocc.whatif(t, sizes="lots")
+    with pytest.raises(topocc.Error, match="matches nothing|no device|match"):
+        topocc.whatif(t, sizes="1M", fail="nowhere/gpu9")
+
+
+VERIFY_INPUTS = os.path.join(ROOT, "tests", "lit", "Inputs", "verify")
+
+
+def test_verify_is_the_clis(tmp_path):
+    path = os.path.join(TOPO, "ndv2.yaml")
+    t = topocc.load_topology(path)
+    xml = tmp_path / "ag.xml"
+    topocc.compile(t, "allgather", algorithm="ring").write(str(xml))
+    r = topocc.verify(str(xml), topology=t, size="64M")
+    assert r.pop("ok") is True
+    assert r == cli_json("verify", str(xml), "--topology", path, "--size", "64M")
+    f = r["files"][0]
+    assert f["verdict"] == "accept" and f["properties"]["deadlockFree"]
+    assert f["algo"]["coll"] == "allgather" and f["algo"]["ngpus"] == 8
+    sim = f["topology"]["simulation"]
+    assert f["topology"]["sizeBytes"] == 64 << 20 and sim["time_s"] > 0
+    # A topology path, the default size 1G, several files.
+    two = topocc.verify([str(xml), str(xml)], topology=path)
+    assert two["summary"] == {"files": 2, "accepted": 2, "rejected": 0}
+    assert two["files"][0]["topology"]["file"] == path
+    assert two["files"][0]["topology"]["sizeBytes"] == 1 << 30
+
+
+def test_verify_reports_a_failing_file():
+    path = os.path.join(VERIFY_INPUTS, "rule7_deadlock.xml")
+    r = topocc.verify(path)
+    assert r.pop("ok") is False
+    cli_out = run_cli("verify", path, "--format", "json", check=False)
+    assert cli_out.returncode == 1 and r == json.loads(cli_out.stdout)
+    f = r["files"][0]
+    assert f["verdict"] == "reject" and not f["properties"]["deadlockFree"]
+    assert f["errors"][0]["rule"] == "rule 7" and f["errors"][0]["consequence"] == "hangs"
+    # Accepted, but more threadblocks than SMs: the executor would hang.
+    nop = topocc.verify(os.path.join(VERIFY_INPUTS, "valid_nop_chain.xml"), sm_count=2)
+    assert nop["files"][0]["verdict"] == "accept" and nop["ok"] is False
+
+
+def test_verify_errors(tmp_path):
+    bad = os.path.join(VERIFY_INPUTS, "lex_tab.xml")
+    with pytest.raises(topocc.Error) as e:
+        topocc.verify(bad)
+    assert str(e.value).startswith(bad + ":9:1: error: XML lexical rule")
+    with pytest.raises(topocc.Error, match="missing.xml"):
+        topocc.verify(str(tmp_path / "missing.xml"))
+    ok = os.path.join(VERIFY_INPUTS, "valid_allreduce_inplace.xml")
+    with pytest.raises(topocc.Error, match="size needs topology"):
+        topocc.verify(ok, size="1G")
+    with pytest.raises(topocc.Error, match="--max-steps must be at least 1"):
+        topocc.verify(ok, max_steps=0)
+    with pytest.raises(topocc.Error, match="fluid"):
+        topocc.verify(ok, mode="fluid")

@@ -14,6 +14,7 @@
 #include "tools/topocc/TreeOptions.h"
 
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/BoundReport.h"
 #include "compiler/analysis/RealizableGraph.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
@@ -22,7 +23,6 @@
 #include "CLI/CLI.hpp"
 
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 
 #include <cmath>
 #include <memory>
@@ -49,63 +49,10 @@ std::string rankRanges(const std::vector<int> &ranks) {
   return out;
 }
 
-double arcBytesPerSec(const analysis::BoundGraph &g, int arc) {
-  return static_cast<double>(g.arcs[arc].cap) *
-         static_cast<double>(g.quantumBytesPerSec);
-}
-
-/// The ends of the link direction an arc stands for: on the physical graph
-/// its own ends, on the realizable graph those of the hop it carries.
-std::pair<std::string, std::string>
-arcEnds(const topo::Topology &t, const analysis::BoundGraph &g, int arc) {
-  const analysis::BoundGraph::Arc &a = g.arcs[arc];
-  if (a.link < 0)
-    return {g.vertexName(a.from), g.vertexName(a.to)};
-  const topo::Link &l = t.link(a.link);
-  const std::string &from = t.device(l.from).name, &to = t.device(l.to).name;
-  return a.dir == 0 ? std::make_pair(from, to) : std::make_pair(to, from);
-}
-
 std::string arcName(const topo::Topology &t, const analysis::BoundGraph &g,
                     int arc) {
-  auto [from, to] = arcEnds(t, g, arc);
+  auto [from, to] = analysis::boundArcEnds(t, g, arc);
   return from + " -> " + to;
-}
-
-llvm::json::Object numbersJson(const analysis::BoundNumbers &n) {
-  return llvm::json::Object{
-      {"time_s", n.time}, {"algbw", n.algbw}, {"busbw", n.busbw}};
-}
-
-llvm::json::Object directionJson(const topo::Topology &t,
-                                 const analysis::BoundResult &b,
-                                 const analysis::DirectionalBound &d,
-                                 const analysis::BoundNumbers &n) {
-  const analysis::BoundGraph &g = b.graph;
-  llvm::json::Array ranks, devices, arcs;
-  for (int r : d.cut.ranks)
-    ranks.push_back(r);
-  for (int v : d.cut.vertices)
-    devices.push_back(g.vertexName(v));
-  for (int a : d.cut.arcs) {
-    auto [from, to] = arcEnds(t, g, a);
-    arcs.push_back(llvm::json::Object{
-        {"from", from}, {"to", to}, {"bytes_per_s", arcBytesPerSec(g, a)}});
-  }
-  llvm::json::Object o = numbersJson(n);
-  o["lambda"] = d.lambda.str();
-  o["lambda_s_per_gb"] = d.lambda.value();
-  o["iterations"] = d.iterations;
-  o["max_flows"] = d.maxFlows;
-  o["k"] = d.k;
-  o["u"] = d.u.str();
-  o["cut"] = llvm::json::Object{
-      {"ranks", std::move(ranks)},
-      {"devices", std::move(devices)},
-      {"capacity_bytes_per_s", static_cast<double>(d.cut.capacity) *
-                                   static_cast<double>(g.quantumBytesPerSec)},
-      {"arcs", std::move(arcs)}};
-  return o;
 }
 
 void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
@@ -151,7 +98,7 @@ void printDirection(llvm::raw_ostream &os, const topo::Topology &t,
   const size_t kShown = 16;
   for (size_t i = 0; i < d.cut.arcs.size() && i < kShown; ++i)
     os << "    " << arcName(t, g, d.cut.arcs[i]) << "  "
-       << plainNumber(arcBytesPerSec(g, d.cut.arcs[i]) / 1e9) << " GB/s\n";
+       << plainNumber(analysis::boundArcBytesPerSec(g, d.cut.arcs[i]) / 1e9) << " GB/s\n";
   if (d.cut.arcs.size() > kShown)
     os << "    ... and " << d.cut.arcs.size() - kShown << " more\n";
 }
@@ -181,7 +128,7 @@ void printRealizable(llvm::raw_ostream &os, const topo::Topology &t,
   const size_t kShown = 8;
   for (size_t i = 0; i < d->cut.arcs.size() && i < kShown; ++i)
     os << "      " << arcName(t, g, d->cut.arcs[i]) << "  "
-       << plainNumber(arcBytesPerSec(g, d->cut.arcs[i]) / 1e9) << " GB/s\n";
+       << plainNumber(analysis::boundArcBytesPerSec(g, d->cut.arcs[i]) / 1e9) << " GB/s\n";
   if (d->cut.arcs.size() > kShown)
     os << "      ... and " << d->cut.arcs.size() - kShown << " more\n";
 }
@@ -215,32 +162,8 @@ llvm::Error runBound(const GraphOptions &opts) {
   std::string out;
   llvm::raw_string_ostream os(out);
   if (opts.format == "json") {
-    llvm::json::Object arj = numbersJson(ar);
-    arj["lambda"] = b.allreduceLambda.str();
-    arj["lambda_s_per_gb"] = b.allreduceLambda.value();
-    llvm::json::Object rarj = numbersJson(rar);
-    rarj["lambda"] = rb.allreduceLambda.str();
-    rarj["lambda_s_per_gb"] = rb.allreduceLambda.value();
-    llvm::json::Object root{
-        {"format", "topocc-bound/v1"},
-        {"topology", t.name()},
-        {"scenario", opts.scenario},
-        {"capacity", opts.capacity},
-        {"ranks", b.numRanks()},
-        {"bytes", bytes},
-        {"quantum_bytes_per_s", b.graph.quantumBytesPerSec},
-        {"allgather", directionJson(t, b, b.allgather, ag)},
-        {"reducescatter", directionJson(t, b, b.reduceScatter, rs)},
-        {"allreduce", std::move(arj)},
-        {"realizable",
-         llvm::json::Object{
-             {"capacity", "effective"},
-             {"routes", "runtime"},
-             {"quantum_bytes_per_s", rb.graph.quantumBytesPerSec},
-             {"allgather", directionJson(t, rb, rb.allgather, rag)},
-             {"reducescatter", directionJson(t, rb, rb.reduceScatter, rrs)},
-             {"allreduce", std::move(rarj)}}}};
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+    analysis::printBoundJson(os, t, b, rb, bytes, opts.scenario,
+                             opts.capacity);
   } else {
     os << "topology " << t.name();
     if (!opts.scenario.empty())

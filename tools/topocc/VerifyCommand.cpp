@@ -15,6 +15,7 @@
 
 #include "tools/topocc/Driver.h"
 
+#include "backends/MscclVerify.h"
 #include "backends/MscclXmlCheck.h"
 #include "backends/MscclXmlImport.h"
 #include "backends/ServedSizes.h"
@@ -47,6 +48,7 @@ namespace {
 using backends::MscclConsequence;
 using backends::MscclFinding;
 using backends::MscclVerdict;
+using FileResult = backends::MscclFileResult;
 
 struct VerifyOptions {
   std::vector<std::string> files;
@@ -59,47 +61,6 @@ struct VerifyOptions {
   std::string mode = "runtime";
   std::string format = "text";
 };
-
-/// One file's outcome.
-struct FileResult {
-  std::string file;
-  MscclVerdict verdict;
-  /// Set when the file cannot be read (then `verdict` is empty).
-  std::string ioError;
-  /// --topology: "" when it matches, else why not.
-  std::string topologyError;
-  /// --topology, accepted files: the simulated run at --size, the
-  /// realizable bound for the same call, or why either could not be
-  /// computed.
-  std::optional<analysis::SimResult> sim;
-  std::string simError;
-  std::optional<analysis::BoundNumbers> bound;
-  std::string boundError;
-  std::optional<analysis::Prediction> prediction; ///< with `sim`
-  bool accepted() const {
-    return ioError.empty() && topologyError.empty() &&
-           verdict.accepted();
-  }
-  /// Whether some finding, error or warning, says the executor hangs or
-  /// computes a wrong result (the SM-count warning among them).
-  bool hangsOrRunsWrongly() const {
-    auto bad = [](const MscclFinding &f) {
-      return f.consequence && (*f.consequence == MscclConsequence::Hangs ||
-                               *f.consequence == MscclConsequence::RunsWrongly);
-    };
-    return llvm::any_of(verdict.findings, bad) ||
-           llvm::any_of(verdict.warningFindings, bad);
-  }
-};
-
-/// "  serves: ..." (backends/ServedSizes.h) for a file whose <algo> was
-/// read.
-std::string servesText(const backends::MscclAlgoInfo &a) {
-  auto coll = ir::collectiveFromName(a.meta.coll);
-  return backends::describeServedSizes(backends::servedSizes(
-      coll ? *coll : ir::Collective::AllReduce, a.meta.ngpus,
-      a.nchunksperloop, a.meta.minBytes, a.meta.maxBytes));
-}
 
 /// --size: a byte size as every command reads it (support/ByteSize.h).
 llvm::Expected<double> parseSize(llvm::StringRef text) {
@@ -196,7 +157,7 @@ void printText(const VerifyOptions &opts, const std::vector<FileResult> &rs,
       ++accepted;
       os << r.file << ": accept" << algo << '\n';
       if (v.algo)
-        os << "  serves: " << servesText(*v.algo) << '\n';
+        os << "  serves: " << backends::mscclServesText(*v.algo) << '\n';
     } else if (v.accepted()) {
       os << r.file << ": reject" << algo << ": wrong --topology\n";
     } else {
@@ -221,134 +182,6 @@ void printText(const VerifyOptions &opts, const std::vector<FileResult> &rs,
   if (rs.size() > 1)
     os << llvm::formatv("verify: {0} files, {1} accepted, {2} rejected\n",
                         rs.size(), accepted, rs.size() - accepted);
-}
-
-llvm::json::Value findingToJson(const MscclFinding &f) {
-  auto orNull = [](int x) -> llvm::json::Value {
-    if (x < 0)
-      return nullptr;
-    return x;
-  };
-  auto lc = [](unsigned x) -> llvm::json::Value {
-    if (x == 0)
-      return nullptr;
-    return int64_t(x);
-  };
-  return llvm::json::Object{
-      {"file", f.diag.loc.file},
-      {"line", lc(f.diag.loc.line)},
-      {"col", lc(f.diag.loc.col)},
-      {"rule", f.rule},
-      {"consequence",
-       f.consequence
-           ? llvm::json::Value(
-                 backends::mscclConsequenceKey(*f.consequence).str())
-           : llvm::json::Value(nullptr)},
-      {"rank", orNull(f.rank)},
-      {"tb", orNull(f.tb)},
-      {"step", orNull(f.step)},
-      {"message", f.diag.message},
-  };
-}
-
-llvm::json::Value toJson(const VerifyOptions &opts,
-                         const std::vector<FileResult> &rs,
-                         const std::vector<Diagnostic> &overlaps,
-                         std::optional<double> sizeBytes) {
-  llvm::json::Array files;
-  unsigned accepted = 0;
-  for (const FileResult &r : rs) {
-    const MscclVerdict &v = r.verdict;
-    accepted += r.accepted();
-    llvm::json::Object o{{"file", r.file},
-                         {"verdict", r.accepted() ? "accept" : "reject"}};
-    if (!r.ioError.empty())
-      o["ioError"] = r.ioError;
-    if (v.algo) {
-      const backends::MscclAlgoInfo &a = *v.algo;
-      o["algo"] = llvm::json::Object{
-          {"name", a.name},
-          {"coll", a.meta.coll},
-          {"ngpus", a.meta.ngpus},
-          {"proto", a.proto},
-          {"nchannels", a.nchannels},
-          {"nchunksperloop", a.nchunksperloop},
-          {"inplace", a.meta.inplace},
-          {"outofplace", a.meta.outofplace},
-          {"minBytes", int64_t(a.meta.minBytes)},
-          {"maxBytes", int64_t(a.meta.maxBytes)},
-          {"serves", servesText(a)},
-      };
-    } else {
-      o["algo"] = nullptr;
-    }
-    o["properties"] = llvm::json::Object{
-        {"formatOk", v.formatOk},
-        {"deadlockFree", v.deadlockFree},
-        {"raceFree", v.raceFree},
-        {"computesCollective", v.computesCollective},
-    };
-    llvm::json::Array errors, warnings;
-    for (const MscclFinding &f : v.findings)
-      errors.push_back(findingToJson(f));
-    for (const MscclFinding &f : v.warningFindings)
-      warnings.push_back(findingToJson(f));
-    o["errors"] = std::move(errors);
-    o["warnings"] = std::move(warnings);
-    if (!opts.topology.empty()) {
-      llvm::json::Object t{{"file", opts.topology},
-                           {"sizeBytes", *sizeBytes}};
-      if (!r.topologyError.empty())
-        t["error"] = r.topologyError;
-      if (r.sim && r.prediction) {
-        t["simulation"] = analysis::predictionJson(*r.prediction);
-      } else {
-        t["simulation"] = nullptr;
-        if (!r.simError.empty())
-          t["simulation_error"] = r.simError;
-      }
-      o["topology"] = std::move(t);
-    }
-    files.push_back(std::move(o));
-  }
-  llvm::json::Array ov;
-  for (const Diagnostic &d : overlaps)
-    ov.push_back(llvm::json::Object{{"file", d.loc.file},
-                                    {"message", d.message}});
-  return llvm::json::Object{
-      {"files", std::move(files)},
-      {"windowOverlaps", std::move(ov)},
-      {"summary", llvm::json::Object{{"files", int64_t(rs.size())},
-                                     {"accepted", accepted},
-                                     {"rejected", rs.size() - accepted}}},
-  };
-}
-
-/// Simulates an accepted file on the topology at `bytes` in the model of
-/// --mode (the runtime model by default: the number `compile` prints for
-/// the same file, compiler/analysis/Prediction.h) and puts the realizable
-/// and physical bounds of the same call beside it. `bounds` are computed
-/// once for all files.
-void simulateOnTopology(llvm::StringRef text, const topo::Topology &topology,
-                        double bytes, analysis::SimMode mode,
-                        std::optional<analysis::TopologyBounds> &bounds,
-                        FileResult &r) {
-  auto s = backends::importMscclXml(text, r.file);
-  if (!s) {
-    r.simError = llvm::toString(s.takeError());
-    return;
-  }
-  if (!bounds)
-    bounds.emplace(analysis::computeTopologyBounds(topology, mode));
-  auto p = analysis::predictSchedule(topology, *s, bytes, mode, &*bounds);
-  if (!p) {
-    r.simError = llvm::toString(p.takeError());
-    return;
-  }
-  r.boundError = p->boundError;
-  r.sim = p->sim;
-  r.bound = p->bound;
-  r.prediction = std::move(*p);
 }
 
 /// "F: simulated at 1 GiB on T: 3.2 ms, algbw 335.5 GB/s, busbw 293.6 GB/s,
@@ -386,61 +219,24 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
     sizeBytes = *sz;
   }
 
-  if (opts.smCount < -1)
-    return makeUserError("--sm-count must not be negative");
-  backends::MscclCheckOptions co;
-  co.maxSteps = opts.maxSteps;
-  co.smCount = opts.smCount >= 0 ? static_cast<unsigned>(opts.smCount) : 108;
-  if (opts.smCount < 0 && topology) {
-    // The SMs of the topology's GPU model (as `topocc compile`).
-    auto sms = topo::targetSmCount(*topology);
-    if (!sms)
-      return sms.takeError();
-    co.smCount = static_cast<unsigned>(*sms);
-  }
-  co.legacy = opts.legacy;
-
-  std::vector<FileResult> results;
-  std::vector<backends::MscclAlgoMeta> metas;
-  std::optional<analysis::TopologyBounds> bound;
-  for (const std::string &file : opts.files) {
-    FileResult r;
-    r.file = file;
-    auto buf = readInputFile(file, InputKind::Schedule, "MSCCL XML file");
-    if (!buf) {
-      r.ioError = errorMessages(buf.takeError());
-      results.push_back(std::move(r));
-      continue;
-    }
-    r.verdict = backends::verifyMscclXml((*buf)->getBuffer(), file, co);
-    if (r.verdict.algo)
-      metas.push_back(r.verdict.algo->meta);
-    if (topology) {
-      int ranks = topology->numRanks();
-      if (!r.verdict.algo)
-        r.topologyError = "cannot compare with --topology: the <algo> "
-                          "element could not be read";
-      else if (r.verdict.algo->meta.ngpus != ranks)
-        r.topologyError =
-            llvm::formatv("--topology {0} has {1} ranks but the file has "
-                          "ngpus={2}; the executor uses a file only on "
-                          "communicators of exactly ngpus ranks",
-                          opts.topology, ranks, r.verdict.algo->meta.ngpus)
-                .str();
-    }
-    if (topology && r.topologyError.empty() && r.verdict.accepted())
-      simulateOnTopology((*buf)->getBuffer(), *topology, *sizeBytes, *mode,
-                         bound, r);
-    results.push_back(std::move(r));
-  }
-  std::vector<Diagnostic> overlaps = backends::checkMscclWindowOverlaps(metas);
+  backends::MscclVerifyOptions vo;
+  vo.legacy = opts.legacy;
+  vo.maxSteps = opts.maxSteps;
+  vo.smCount = opts.smCount;
+  vo.topology = topology ? &*topology : nullptr;
+  vo.topologyFile = opts.topology;
+  vo.bytes = sizeBytes.value_or(0);
+  vo.mode = *mode;
+  auto report = backends::verifyMscclFiles(opts.files, vo);
+  if (!report)
+    return report.takeError();
+  const std::vector<FileResult> &results = report->files;
+  const std::vector<Diagnostic> &overlaps = report->overlaps;
 
   std::string out;
   llvm::raw_string_ostream os(out);
   if (opts.format == "json")
-    os << llvm::formatv("{0:2}",
-                        toJson(opts, results, overlaps, sizeBytes))
-       << '\n';
+    backends::printMscclVerifyJson(os, *report, vo);
   else
     printText(opts, results, overlaps, sizeBytes, os);
   os.flush();
@@ -448,9 +244,7 @@ llvm::Expected<bool> runVerify(const VerifyOptions &opts) {
     return err;
   // A file that would hang or compute wrongly fails the command even when
   // the finding is only a warning (more blocks than SMs).
-  return llvm::all_of(results, [](const FileResult &r) {
-    return r.accepted() && !r.hangsOrRunsWrongly();
-  });
+  return report->passes();
 }
 
 void registerVerifyCommand(CLI::App &app) {
