@@ -34,8 +34,7 @@ llvm::json::Value findingToJson(const MscclFinding &f) {
       {"rule", f.rule},
       {"consequence",
        f.consequence
-           ? llvm::json::Value(
-                 mscclConsequenceKey(*f.consequence).str())
+           ? llvm::json::Value(mscclConsequenceKey(*f.consequence).str())
            : llvm::json::Value(nullptr)},
       {"rank", orNull(f.rank)},
       {"tb", orNull(f.tb)},
@@ -106,8 +105,8 @@ llvm::json::Value toJson(const MscclVerifyOptions &opts,
   }
   llvm::json::Array ov;
   for (const Diagnostic &d : overlaps)
-    ov.push_back(llvm::json::Object{{"file", d.loc.file},
-                                    {"message", d.message}});
+    ov.push_back(
+        llvm::json::Object{{"file", d.loc.file}, {"message", d.message}});
   return llvm::json::Object{
       {"files", std::move(files)},
       {"windowOverlaps", std::move(ov)},
@@ -150,9 +149,9 @@ void simulateOnTopology(llvm::StringRef text, const topo::Topology &topology,
 /// read.
 std::string mscclServesText(const MscclAlgoInfo &a) {
   auto coll = ir::collectiveFromName(a.meta.coll);
-  return describeServedSizes(servedSizes(
-      coll ? *coll : ir::Collective::AllReduce, a.meta.ngpus,
-      a.nchunksperloop, a.meta.minBytes, a.meta.maxBytes));
+  return describeServedSizes(
+      servedSizes(coll ? *coll : ir::Collective::AllReduce, a.meta.ngpus,
+                  a.nchunksperloop, a.meta.minBytes, a.meta.maxBytes));
 }
 
 llvm::Expected<MscclVerifyReport>
@@ -210,7 +209,6 @@ verifyMscclFiles(llvm::ArrayRef<std::string> files,
   }
   report.overlaps = checkMscclWindowOverlaps(metas);
   return report;
-
 }
 
 void printMscclVerifyJson(llvm::raw_ostream &os,

@@ -1,4 +1,4 @@
-//===- backends/MscclVerify.h - `topocc verify` on MSCCL XML files -*- C++ -*-===//
+//===- backends/MscclVerify.h - `topocc verify` of files -------*- C++ -*-===//
 //
 // What `topocc verify` computes for its files, for the CLI and the Python
 // module (topocc.verify): each file read and checked (MscclXmlCheck.h), its
@@ -31,7 +31,7 @@
 namespace topocc::backends {
 
 struct MscclVerifyOptions {
-  bool legacy = false;  ///< --legacy
+  bool legacy = false;    ///< --legacy
   unsigned maxSteps = 64; ///< --max-steps
   /// --sm-count; -1: the topology's GPU model, else 108 (an A100).
   int smCount = -1;
@@ -59,8 +59,7 @@ struct MscclFileResult {
   std::string boundError;
   std::optional<analysis::Prediction> prediction; ///< with `sim`
   bool accepted() const {
-    return ioError.empty() && topologyError.empty() &&
-           verdict.accepted();
+    return ioError.empty() && topologyError.empty() && verdict.accepted();
   }
   /// Whether some finding, error or warning, says the executor hangs or
   /// computes a wrong result (the SM-count warning among them).

@@ -104,8 +104,8 @@ compileSizeWindows(const topo::Topology &t, const CompileRequest &req,
   return windows;
 }
 
-void nameSizeWindows(std::vector<SizeWindow> &windows,
-                     const topo::Topology &t, bool inplace) {
+void nameSizeWindows(std::vector<SizeWindow> &windows, const topo::Topology &t,
+                     bool inplace) {
   for (size_t i = 0; i < windows.size(); ++i) {
     ir::Schedule &s = windows[i].result.schedule;
     s.name = llvm::formatv("{0}_{1}_{2}_{3}_w{4}", t.name(),

@@ -72,8 +72,8 @@ compileSizeWindows(const topo::Topology &t, const CompileRequest &req,
 
 /// Names window i's schedule as `compile --sizes` does:
 /// TOPOLOGY_ALGORITHM_COLLECTIVE_MODE_wI (MODE inplace or outofplace).
-void nameSizeWindows(std::vector<SizeWindow> &windows,
-                     const topo::Topology &t, bool inplace);
+void nameSizeWindows(std::vector<SizeWindow> &windows, const topo::Topology &t,
+                     bool inplace);
 
 /// Each window's plan metadata: `meta` with the window's algorithm and, for
 /// coded schedules, its error bound and roundoff gain.

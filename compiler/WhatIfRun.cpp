@@ -129,22 +129,26 @@ analysis::WhatIfRegistry makeWhatIfRegistry() {
       [](CompileRequest &req) { req.channels = 0; }));
   r.add(rankRingAlgorithm());
   analysis::addAnalysisAlgorithms(r); // nccl-model, bound, realizable
-  r.add(compiledAlgorithm(Algorithm::Trees, "ForestColl spanning trees, compiled "
-                                   "(`compile --algorithm trees`)"));
-  r.add(compiledAlgorithm(Algorithm::HierRing, "hierarchical ring, compiled "
-                                       "(`compile --algorithm hier-ring`)"));
-  r.add(compiledAlgorithm(Algorithm::Cerar, "CERAR coded all-reduce, compiled for the "
-                                   "largest size (`compile --algorithm "
-                                   "cerar`, needs --tolerance)"));
-  r.add(compiledAlgorithm(Algorithm::HierCerar, "hierarchical CERAR (exact "
-                                        "intra-node phases, CERAR per rail), "
-                                        "compiled for the largest size, "
-                                        "needs --tolerance"));
-  r.add(compiledAlgorithm(Algorithm::Auto, "what `compile --algorithm auto` chooses "
-                                  "for the largest size"));
+  r.add(compiledAlgorithm(Algorithm::Trees,
+                          "ForestColl spanning trees, compiled "
+                          "(`compile --algorithm trees`)"));
+  r.add(compiledAlgorithm(Algorithm::HierRing,
+                          "hierarchical ring, compiled "
+                          "(`compile --algorithm hier-ring`)"));
+  r.add(compiledAlgorithm(Algorithm::Cerar,
+                          "CERAR coded all-reduce, compiled for the "
+                          "largest size (`compile --algorithm "
+                          "cerar`, needs --tolerance)"));
+  r.add(compiledAlgorithm(Algorithm::HierCerar,
+                          "hierarchical CERAR (exact "
+                          "intra-node phases, CERAR per rail), "
+                          "compiled for the largest size, "
+                          "needs --tolerance"));
+  r.add(compiledAlgorithm(Algorithm::Auto,
+                          "what `compile --algorithm auto` chooses "
+                          "for the largest size"));
   return r;
 }
-
 
 llvm::Expected<analysis::WhatIfSettings>
 whatIfSettings(const WhatIfRequest &req) {
@@ -155,9 +159,9 @@ whatIfSettings(const WhatIfRequest &req) {
         "--chunks must be between 1 and 64, got {0}", req.chunks));
   settings.chunks = req.chunks;
   if (req.timeSimulation < 0 || req.timeSimulation > 100)
-    return makeUserError(llvm::formatv(
-        "--time-simulation must be between 0 and 100, got {0}",
-        req.timeSimulation));
+    return makeUserError(
+        llvm::formatv("--time-simulation must be between 0 and 100, got {0}",
+                      req.timeSimulation));
   settings.timingRuns = req.timeSimulation;
   if (!(req.tolerance >= 0) || !std::isfinite(req.tolerance))
     return makeUserError("--tolerance must be a non-negative number");
@@ -167,9 +171,9 @@ whatIfSettings(const WhatIfRequest &req) {
     return mode.takeError();
   settings.mode = *mode;
   if (!req.reduceBandwidth.empty()) {
-    auto q = topo::parseQuantity(req.reduceBandwidth,
-                                 topo::QuantityKind::Bandwidth,
-                                 "--reduce-bandwidth");
+    auto q =
+        topo::parseQuantity(req.reduceBandwidth, topo::QuantityKind::Bandwidth,
+                            "--reduce-bandwidth");
     if (!q)
       return makeUserError(llvm::toString(q.takeError()));
     if (q->value < 0)
@@ -232,8 +236,8 @@ runWhatIfReport(const topo::Topology &base,
   }
   auto add = [&](const topo::Topology &t, llvm::StringRef name,
                  llvm::StringRef detail) -> llvm::Error {
-    auto table = analysis::runWhatIf(t, algos, sizes, settings, name, detail,
-                                     progress);
+    auto table =
+        analysis::runWhatIf(t, algos, sizes, settings, name, detail, progress);
     if (!table)
       return table.takeError();
     report.tables.push_back(std::move(*table));
@@ -247,23 +251,32 @@ runWhatIfReport(const topo::Topology &base,
   return report;
 }
 
-llvm::Expected<analysis::WhatIfReport>
-whatIfReport(const topo::Topology &base, const WhatIfRequest &req,
-             const analysis::WhatIfProgress &progress) {
+llvm::Expected<WhatIfPlan> planWhatIf(const WhatIfRequest &req) {
   auto settings = whatIfSettings(req);
   if (!settings)
     return settings.takeError();
   auto sizes = analysis::parseSizes(req.sizes);
   if (!sizes)
     return sizes.takeError();
-  analysis::WhatIfRegistry registry = makeWhatIfRegistry();
-  auto algos = selectWhatIfAlgorithms(registry, req.algorithms);
+  WhatIfPlan plan{*settings, std::move(*sizes), makeWhatIfRegistry(), {}};
+  auto algos = selectWhatIfAlgorithms(plan.registry, req.algorithms);
   if (!algos)
     return algos.takeError();
+  plan.algos = std::move(*algos);
+  return plan;
+}
+
+llvm::Expected<analysis::WhatIfReport>
+whatIfReport(const topo::Topology &base, const WhatIfRequest &req,
+             const analysis::WhatIfProgress &progress) {
+  auto plan = planWhatIf(req);
+  if (!plan)
+    return plan.takeError();
   auto variants = whatIfVariants(base, req);
   if (!variants)
     return variants.takeError();
-  return runWhatIfReport(base, *algos, *sizes, *settings, *variants, progress);
+  return runWhatIfReport(base, plan->algos, plan->sizes, plan->settings,
+                         *variants, progress);
 }
 
 } // namespace topocc

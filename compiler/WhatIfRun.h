@@ -35,7 +35,7 @@ struct WhatIfRequest {
   std::string sizes = "1K:8G"; ///< --sizes (analysis::parseSizes)
   /// --algorithms, comma-separated.
   std::string algorithms = "ring,rank-ring,nccl-model,bound";
-  std::vector<std::string> scenarios; ///< --scenario, in order
+  std::vector<std::string> scenarios;           ///< --scenario, in order
   std::vector<std::string> fails, scales, sets; ///< --fail, --scale, --set
   int chunks = 1;
   double tolerance = 0;
@@ -73,6 +73,19 @@ runWhatIfReport(const topo::Topology &base,
                 const analysis::WhatIfSettings &settings,
                 llvm::ArrayRef<WhatIfVariant> variants,
                 const analysis::WhatIfProgress &progress = {});
+
+/// What a request runs: its settings, sizes and algorithms (pointers into
+/// `registry`, which moves with them).
+struct WhatIfPlan {
+  analysis::WhatIfSettings settings;
+  std::vector<double> sizes;
+  analysis::WhatIfRegistry registry;
+  std::vector<const analysis::WhatIfAlgorithm *> algos;
+};
+
+/// whatIfSettings, then the sizes (analysis::parseSizes) and the
+/// algorithms of makeWhatIfRegistry() (selectWhatIfAlgorithms).
+llvm::Expected<WhatIfPlan> planWhatIf(const WhatIfRequest &req);
 
 /// All of the above in the CLI's order: the settings, the sizes, the
 /// algorithms, the variants and the run.

@@ -14,8 +14,7 @@ llvm::json::Object numbersJson(const BoundNumbers &n) {
       {"time_s", n.time}, {"algbw", n.algbw}, {"busbw", n.busbw}};
 }
 
-llvm::json::Object directionJson(const topo::Topology &t,
-                                 const BoundResult &b,
+llvm::json::Object directionJson(const topo::Topology &t, const BoundResult &b,
                                  const DirectionalBound &d,
                                  const BoundNumbers &n) {
   const BoundGraph &g = b.graph;
@@ -26,8 +25,10 @@ llvm::json::Object directionJson(const topo::Topology &t,
     devices.push_back(g.vertexName(v));
   for (int a : d.cut.arcs) {
     auto [from, to] = boundArcEnds(t, g, a);
-    arcs.push_back(llvm::json::Object{
-        {"from", from}, {"to", to}, {"bytes_per_s", boundArcBytesPerSec(g, a)}});
+    arcs.push_back(
+        llvm::json::Object{{"from", from},
+                           {"to", to},
+                           {"bytes_per_s", boundArcBytesPerSec(g, a)}});
   }
   llvm::json::Object o = numbersJson(n);
   o["lambda"] = d.lambda.str();
@@ -52,8 +53,8 @@ double boundArcBytesPerSec(const BoundGraph &g, int arc) {
          static_cast<double>(g.quantumBytesPerSec);
 }
 
-std::pair<std::string, std::string>
-boundArcEnds(const topo::Topology &t, const BoundGraph &g, int arc) {
+std::pair<std::string, std::string> boundArcEnds(const topo::Topology &t,
+                                                 const BoundGraph &g, int arc) {
   const BoundGraph::Arc &a = g.arcs[arc];
   if (a.link < 0)
     return {g.vertexName(a.from), g.vertexName(a.to)};

@@ -1,4 +1,4 @@
-//===- compiler/analysis/BoundReport.h - `topocc bound`'s report -*- C++ -*-===//
+//===- compiler/analysis/BoundReport.h - bound's report -----*- C++ -*-===//
 //
 // What `topocc bound` reports beside the numbers of Bound.h: the link
 // direction each arc of a bound graph stands for, and the whole report as
@@ -28,8 +28,8 @@ double boundArcBytesPerSec(const BoundGraph &g, int arc);
 
 /// The ends of the link direction an arc stands for: on the physical graph
 /// its own ends, on the realizable graph those of the hop it carries.
-std::pair<std::string, std::string>
-boundArcEnds(const topo::Topology &t, const BoundGraph &g, int arc);
+std::pair<std::string, std::string> boundArcEnds(const topo::Topology &t,
+                                                 const BoundGraph &g, int arc);
 
 /// `topocc bound --format json`: `physical` (computeBound(t, capacity
 /// kind named `capacity`)) and `realizable` (computeRealizableBound(t)) at

@@ -135,16 +135,12 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   req.mode = opts.mode;
   req.reduceBandwidth = opts.reduceBandwidth;
   req.timeSimulation = opts.timeSimulation;
-  auto settings = whatIfSettings(req);
-  if (!settings)
-    return settings.takeError();
-  auto sizes = analysis::parseSizes(req.sizes);
-  if (!sizes)
-    return sizes.takeError();
-  analysis::WhatIfRegistry registry = makeWhatIfRegistry();
-  auto algos = selectWhatIfAlgorithms(registry, req.algorithms);
-  if (!algos)
-    return algos.takeError();
+  auto plan = planWhatIf(req);
+  if (!plan)
+    return plan.takeError();
+  const analysis::WhatIfSettings &settings = plan->settings;
+  const std::vector<double> &sizes = plan->sizes;
+  const std::vector<const analysis::WhatIfAlgorithm *> &algos = plan->algos;
 
   auto base = loadTopology(opts.file, "");
   if (!base)
@@ -161,13 +157,13 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
                                     done, total);
     };
   auto run =
-      runWhatIfReport(*base, *algos, *sizes, *settings, *more, progress);
+      runWhatIfReport(*base, algos, sizes, settings, *more, progress);
   if (showProgress)
     llvm::errs() << "\r" << std::string(60, ' ') << "\r";
   if (!run)
     return run.takeError();
   analysis::WhatIfReport &report = *run;
-  if (settings->timingRuns > 0)
+  if (settings.timingRuns > 0)
     for (const analysis::WhatIfTable &table : report.tables)
       for (const analysis::WhatIfRow &row : table.rows)
         for (size_t i = 0; i < row.cells.size(); ++i)
@@ -177,10 +173,10 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
                 "{5} events\n",
                 table.scenario, report.algorithms[i],
                 static_cast<int64_t>(row.bytes), row.cells[i].simSeconds,
-                settings->timingRuns, row.cells[i].simEvents);
+                settings.timingRuns, row.cells[i].simEvents);
 
   if (!opts.trace.empty())
-    if (auto err = writeTrace(*base, *algos, *settings, sizes->back(),
+    if (auto err = writeTrace(*base, algos, settings, sizes.back(),
                               opts.trace))
       return err;
 
@@ -207,8 +203,8 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   else
     analysis::printWhatIfTable(os, report);
   if (opts.explain)
-    if (auto err = explainAlgorithms(os, *base, *algos, *settings,
-                                     sizes->back()))
+    if (auto err = explainAlgorithms(os, *base, algos, settings,
+                                     sizes.back()))
       return err;
   os.flush();
   return writeOutputFile(opts.output, out);
