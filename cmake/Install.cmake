@@ -91,5 +91,9 @@ if(TARGET topocc_python)
       "Where `cmake --install` puts the Python package topocc, relative to the prefix")
   install(TARGETS topocc_python LIBRARY DESTINATION ${TOPOCC_PYTHON_INSTALL_DIR}/topocc)
   install(FILES ${PROJECT_SOURCE_DIR}/python/topocc/__init__.py
+          ${PROJECT_SOURCE_DIR}/python/topocc/torch.py
           DESTINATION ${TOPOCC_PYTHON_INSTALL_DIR}/topocc)
+  if(TARGET topocc_torch)
+    install(TARGETS topocc_torch LIBRARY DESTINATION ${TOPOCC_PYTHON_INSTALL_DIR}/topocc)
+  endif()
 endif()

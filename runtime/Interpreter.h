@@ -105,6 +105,10 @@ public:
   /// Reads, validates and re-verifies a plan file or a plan set
   /// (backends::parsePlanSetJson).
   static llvm::Expected<Plan> load(llvm::StringRef path);
+  /// The same from plan JSON text already in memory; `name` is the file
+  /// name its errors carry (file:line:col).
+  static llvm::Expected<Plan> loadText(llvm::StringRef text,
+                                       llvm::StringRef name);
   /// A plan from a verified schedule (REQUIRES: it passes verifySchedule).
   static llvm::Expected<Plan> fromSchedule(ir::Schedule s,
                                            backends::PlanMeta meta = {});
@@ -127,6 +131,12 @@ public:
   /// for a set the variant whose window holds the call's message size
   /// (callBytes). User error naming the windows when none holds it.
   llvm::Expected<const Plan *> select(size_t count, DType t) const;
+  /// As select, but a call outside every window gets the variant of the
+  /// window nearest to its size (the first below them, the last above):
+  /// every variant runs any count, the windows only say where each is the
+  /// fastest choice. For callers that must serve every size (the PyTorch
+  /// hook's gradient buckets).
+  const Plan &nearest(size_t count, DType t) const;
   /// The message size of a call in the nccl-tests convention the windows
   /// use: allreduce the buffer (count elements), allgather the whole output
   /// and reducescatter the whole input (ranks * count elements).
@@ -167,6 +177,8 @@ private:
                         DType t, Transport &tr, const RunOptions &opts,
                         const BufferLayout &user) const;
 
+  /// load and loadText: a plan of one schedule or a set.
+  static llvm::Expected<Plan> fromLoaded(backends::PlanSetFile loaded);
   /// Computes `dataPreds` (load and fromSchedule call it).
   void buildDataflow();
   /// This plan, or a set's first variant.

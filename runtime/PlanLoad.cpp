@@ -1,6 +1,7 @@
 //===- runtime/PlanLoad.cpp - Plans from files and schedules --------------===//
 //
-// A Plan from a plan file or plan set (backends::loadPlanSetFile reads,
+// A Plan from a plan file or plan set, on disk or as text
+// (backends::loadPlanSetFile and parsePlanSetJson read,
 // validates and re-verifies it), from a schedule in memory (verified here),
 // with its dataflow order (Plan::buildDataflow, PlanAnalysis.cpp), or from
 // plans per size window (a plan set: Plan::select picks by the call's size).
@@ -19,16 +20,28 @@ llvm::Expected<Plan> Plan::load(llvm::StringRef path) {
   auto loaded = backends::loadPlanSetFile(path);
   if (!loaded)
     return loaded.takeError();
+  return fromLoaded(std::move(*loaded));
+}
+
+llvm::Expected<Plan> Plan::loadText(llvm::StringRef text,
+                                    llvm::StringRef name) {
+  auto loaded = backends::parsePlanSetJson(text, name);
+  if (!loaded)
+    return loaded.takeError();
+  return fromLoaded(std::move(*loaded));
+}
+
+llvm::Expected<Plan> Plan::fromLoaded(backends::PlanSetFile loaded) {
   std::vector<backends::PlanWindow> windows;
   std::vector<Plan> plans;
-  for (backends::PlanVariant &v : loaded->variants) {
+  for (backends::PlanVariant &v : loaded.variants) {
     Plan p;
     p.plan = std::move(v.plan);
     p.buildDataflow();
     windows.push_back(v.window);
     plans.push_back(std::move(p));
   }
-  if (!loaded->isSet)
+  if (!loaded.isSet)
     return std::move(plans.front());
   return fromVariants(std::move(windows), std::move(plans));
 }
@@ -83,6 +96,19 @@ llvm::Expected<const Plan *> Plan::select(size_t count, DType t) const {
       hi.maxBytes == 0
           ? llvm::formatv("{0} bytes and up", lo.minBytes).str()
           : llvm::formatv("{0} to {1} bytes", lo.minBytes, hi.maxBytes).str()));
+}
+
+const Plan &Plan::nearest(size_t count, DType t) const {
+  if (variantList.empty())
+    return *this;
+  const int64_t bytes = callBytes(count, t);
+  for (const Variant &v : variantList)
+    if (v.window.contains(bytes))
+      return *v.plan;
+  // Windows tile one range (checkPlanWindows): outside it is below the
+  // first or above the last.
+  return bytes < variantList.front().window.minBytes ? *variantList.front().plan
+                                                     : *variantList.back().plan;
 }
 
 llvm::Expected<Plan> Plan::fromSchedule(ir::Schedule s,

@@ -124,6 +124,24 @@ TEST(PlanSet, SizeOutsideEveryWindowIsAnError) {
     EXPECT_NE(e.find("no variant serves"), std::string::npos) << e;
 }
 
+TEST(PlanSet, NearestServesEverySize) {
+  std::vector<Plan> plans;
+  plans.push_back(planOf(compileRing(ir::Collective::AllReduce, 2, 1, 1)));
+  plans.push_back(planOf(compileRing(ir::Collective::AllReduce, 2, 1, 2)));
+  auto set = Plan::fromVariants({{1024, 4095}, {4096, 65536}}, std::move(plans));
+  ASSERT_TRUE(bool(set)) << llvm::toString(set.takeError());
+  const uint64_t small = set->variants()[0].plan->hash();
+  const uint64_t large = set->variants()[1].plan->hash();
+  EXPECT_EQ(set->nearest(1, DType::F32).hash(), small);     // 4 B: below
+  EXPECT_EQ(set->nearest(1023, DType::F32).hash(), small);  // inside
+  EXPECT_EQ(set->nearest(1024, DType::F32).hash(), large);  // 4096 B
+  EXPECT_EQ(set->nearest(16384, DType::F32).hash(), large); // 65536 B
+  EXPECT_EQ(set->nearest(16385, DType::F32).hash(), large); // above
+  // A plan of one schedule is its own nearest.
+  Plan one = planOf(compileRing(ir::Collective::AllReduce, 2));
+  EXPECT_EQ(&one.nearest(7, DType::F16), &one);
+}
+
 TEST(PlanSet, OverlapsGapsAndMismatchedVariantsAreErrors) {
   auto two = [](std::vector<backends::PlanWindow> w) {
     std::vector<Plan> plans;
@@ -168,6 +186,15 @@ TEST(PlanSet, LoadsSetsAndSingleSchedulePlans) {
   };
   auto set = Plan::load(write("set.json", *text));
   ASSERT_TRUE(bool(set)) << llvm::toString(set.takeError());
+  // The same text from memory gives the same set; its errors carry the
+  // name given.
+  auto fromText = Plan::loadText(*text, "<memory>");
+  ASSERT_TRUE(bool(fromText)) << llvm::toString(fromText.takeError());
+  ASSERT_EQ(fromText->variants().size(), 2u);
+  EXPECT_EQ(fromText->variants()[1].plan->hash(),
+            set->variants()[1].plan->hash());
+  expectError(Plan::loadText("{\"schema\": ", "<memory>").takeError(),
+              "<memory>:1:");
   ASSERT_EQ(set->variants().size(), 2u);
   EXPECT_EQ(set->variants()[1].window.minBytes, 4096);
   EXPECT_EQ(set->variants()[1].window.maxBytes, 1 << 20);
