@@ -22,6 +22,7 @@ run failed-nic bash "$here/failed-nic.sh"
 run own-topology bash "$here/own-topology.sh"
 run mpirun-plan bash "$here/mpirun-plan.sh"
 run python-plan /usr/bin/python3 "$here/python-plan.py"
+run ddp-train /usr/bin/python3 "$here/ddp-train.py"
 if [ -n "${INSTALL_FROM:-}" ]; then
   cmake_project() {
     cmake --install "$INSTALL_FROM" --prefix "$OUT/prefix" > /dev/null &&

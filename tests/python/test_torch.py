@@ -88,6 +88,22 @@ def test_all_reduce_calls(plans, tmp_path):
     assert r["checked"] >= 20
 
 
+def test_runs_under_torchrun(plans, tmp_path):
+    """torchrun's agent starts the ranks (its environment, its rendezvous)."""
+    import sys
+    from torch_ranks import HERE, free_port
+    out = tmp_path / "torchrun.json"
+    r = subprocess.run([sys.executable, os.path.join(HERE, "torchrun_mended.py"),
+                        "--nproc_per_node", "4", "--master_port", str(free_port()),
+                        os.path.join(HERE, "torch_calls.py"), str(out), plans["ring"]],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1",
+                                             GLOO_SOCKET_IFNAME="lo"))
+    assert r.returncode == 0, r.stdout
+    result = json.loads(out.read_text())
+    assert result["errors"] == [] and result["checked"] >= 10, result
+
+
 def test_bad_plans_and_tensors_raise():
     with pytest.raises(tt.Error) as e:
         tt.load('{"schema": ')

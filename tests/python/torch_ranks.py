@@ -19,7 +19,7 @@ def launch(ranks, argv, timeout=300):
     """Runs HERE/argv[0] with argv[1:] as `ranks` processes; raises with
     every rank's output when one fails or the job outlives `timeout`."""
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1")
+               WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
     env["PYTHONPATH"] = os.pathsep.join(p for p in [HERE, env.get("PYTHONPATH")] if p)
     procs = []
     for r in range(ranks):
