@@ -45,29 +45,35 @@ struct C10dTransport::Impl {
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   struct Request {
     c10::intrusive_ptr<c10d::Work> work; ///< null for a zero-byte transfer
-    std::string what;                    ///< "send of message 3 to rank 1"
+    bool isSend = false;
+    int peer = 0;
+    int64_t msg = 0;
+
+    /// "send of message 3 to rank 1", for errors only (not formatted on
+    /// the hot path).
+    std::string what() const {
+      return llvm::formatv("{0} of message {1} {2} rank {3}",
+                           isSend ? "send" : "receive", msg,
+                           isSend ? "to" : "from", peer);
+    }
   };
   std::map<RequestId, Request> requests;
   RequestId nextId = 0;
 
   llvm::Expected<RequestId> post(bool isSend, const void *buf, size_t bytes,
                                  int peer, int64_t msg, int me, int n) {
-    std::string what =
-        llvm::formatv("{0} of message {1} {2} rank {3}",
-                      isSend ? "send" : "receive", msg, isSend ? "to" : "from",
-                      peer);
+    Request r{c10::intrusive_ptr<c10d::Work>(), isSend, peer, msg};
     if (peer < 0 || peer >= n || peer == me)
       return makeUserError(llvm::formatv(
           "c10d transport of rank {0}: {1}: no such peer in a group of {2}",
-          me, what, n));
-    Request r{c10::intrusive_ptr<c10d::Work>(), what};
+          me, r.what(), n));
     if (bytes > 0) {
       try {
         std::vector<at::Tensor> t{bytesAt(buf, bytes)};
         r.work = isSend ? group->send(t, peer, tagOf(msg))
                         : group->recv(t, peer, tagOf(msg));
       } catch (const std::exception &e) {
-        return failed(what, e, me);
+        return failed(r.what(), e, me);
       }
     }
     RequestId id = nextId++;
@@ -101,7 +107,7 @@ struct C10dTransport::Impl {
         // gloo reports its timeout as an exception.
         if (timeout != ::kNoTimeout && spent >= timeout * 0.95)
           return false;
-        llvm::Error err = failed(r.what, e, me);
+        llvm::Error err = failed(r.what(), e, me);
         requests.erase(it);
         return err;
       }
@@ -172,7 +178,7 @@ llvm::Expected<bool> C10dTransport::test(RequestId req) {
     try {
       done = it->second.work->isCompleted();
     } catch (const std::exception &e) {
-      return Impl::failed(it->second.what, e, me);
+      return Impl::failed(it->second.what(), e, me);
     }
   }
   if (done)
