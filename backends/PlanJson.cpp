@@ -148,6 +148,9 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
     os << "  \"errorBound\": " << json::Value(meta.errorBound) << ",\n";
   if (meta.roundoffGain > 0)
     os << "  \"roundoffGain\": " << json::Value(meta.roundoffGain) << ",\n";
+  if (meta.roundoffGainWorst > 0)
+    os << "  \"roundoffGainWorst\": " << json::Value(meta.roundoffGainWorst)
+       << ",\n";
   os << "  \"name\": " << quoted(s.name) << ",\n";
   os << "  \"collective\": " << quoted(ir::collectiveName(s.collective))
      << ",\n";
@@ -606,7 +609,7 @@ llvm::Expected<PlanFile> parsePlanObject(llvm::StringRef text,
       "errorBound", "roundoffGain",  "name",      "collective", "inplace",
       "root",       "dtypes",        "redop",     "chunking",   "stage",
       "ranks",      "chunksPerLoop", "channels",  "messages",   "contentHash",
-      "programs"};
+      "programs",   "roundoffGainWorst"};
   if (window) {
     known.push_back("minBytes");
     known.push_back("maxBytes");
@@ -642,12 +645,16 @@ llvm::Expected<PlanFile> parsePlanObject(llvm::StringRef text,
     else if (e)
       plan.meta.errorBound = *e;
   }
-  if (top->get("roundoffGain")) {
-    std::optional<double> g = rd.number(*top, "$", "roundoffGain");
+  for (auto [key, field] :
+       {std::pair{"roundoffGain", &plan.meta.roundoffGain},
+        std::pair{"roundoffGainWorst", &plan.meta.roundoffGainWorst}}) {
+    if (!top->get(key))
+      continue;
+    std::optional<double> g = rd.number(*top, "$", key);
     if (g && !(*g >= 0 && std::isfinite(*g)))
-      rd.error("$.roundoffGain", "expected a non-negative number");
+      rd.error(std::string("$.") + key, "expected a non-negative number");
     else if (g)
-      plan.meta.roundoffGain = *g;
+      *field = *g;
   }
   if (auto n = rd.string(*top, "$", "name"))
     s.name = n->str();

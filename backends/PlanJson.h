@@ -31,16 +31,20 @@ struct PlanMeta {
   std::string topologyName;         ///< empty when not compiled from a file
   uint64_t topologyHash = 0;        ///< topologyHash() of it, 0 when none
   std::string algorithm;            ///< "ring", ...
-  /// Coded (CERAR) plans: the design's worst per-rank error operator norm,
-  /// which bounds every output coefficient's deviation from the exact
-  /// collective; 0 for exact plans (the full postcondition is checked).
+  /// Coded (CERAR) plans: the error contract of docs/Algorithms-cerar.md
+  /// section 8, ||y_r - sum_Q x_Q||_2 <= bound * ||x||_2 for every rank r
+  /// (x: all ranks' inputs). errorBound: the largest per-rank error
+  /// operator norm in exact arithmetic, which also bounds every output
+  /// coefficient's deviation from the exact collective; 0 for exact plans
+  /// (the full postcondition is checked).
   double errorBound = 0;
-  /// Coded plans: how much the code amplifies rounding (the encoders'
-  /// largest condition number times the rounds). errorBound holds in exact
-  /// arithmetic; run in a dtype with unit roundoff u, the measured relative
-  /// error stays within errorBound + u * roundoffGain
-  /// (runtime::valueErrorBound). 0 for exact plans.
+  /// Coded plans: the rounding of the runtime's kernels. Run in a dtype
+  /// with unit roundoff u, bound = errorBound + u * roundoffGain under the
+  /// probabilistic model of rounding (runtime::valueErrorBound, the
+  /// contract), and errorBound + u * roundoffGainWorst for every rounding.
+  /// 0 for exact plans.
   double roundoffGain = 0;
+  double roundoffGainWorst = 0;
 };
 
 /// The check every plan goes through when written, loaded or run: the full

@@ -13,6 +13,7 @@
 #define TOPOCC_COMPILER_COMPILEREQUEST_H
 
 #include "compiler/analysis/CostModel.h"
+#include "backends/PlanJson.h"
 #include "compiler/analysis/Simulator.h"
 #include "ir/Schedule.h"
 #include "ir/Target.h"
@@ -124,13 +125,20 @@ struct CompileResult {
   /// predicted time; for CERAR the policy's decision (--explain).
   std::vector<std::string> explain;
   /// CERAR: the schedule is coded (lincomb ops, coefficients); MSCCL XML
-  /// cannot express it. codedError is the design's worst per-rank error
-  /// operator norm (0 when exact, c <= N).
+  /// cannot express it. For an approximate code, its error contract
+  /// (cerar::analyzeErrorContract, backends::PlanMeta): codedError is the
+  /// worst per-rank error operator norm (0 when exact, c <= N), the gains
+  /// how the runtime's rounding adds to it (probable and worst case).
   bool coded = false;
   double codedError = 0;
-  /// Coded schedules: the largest encoder condition number times the
-  /// rounds, how much the code amplifies rounding (backends::PlanMeta).
   double codedRoundoffGain = 0;
+  double codedRoundoffGainWorst = 0;
+  /// `m` with this result's errorBound and roundoff gains.
+  void setCodedMeta(backends::PlanMeta &m) const {
+    m.errorBound = codedError;
+    m.roundoffGain = codedRoundoffGain;
+    m.roundoffGainWorst = codedRoundoffGainWorst;
+  }
   /// --algorithm auto: the flags of the winning setting beyond the
   /// algorithm ("--channels 8"; empty for the algorithm's own default) and
   /// its predicted time, seconds (0 otherwise).

@@ -123,8 +123,7 @@ sizeWindowMetas(llvm::ArrayRef<SizeWindow> windows,
   for (const SizeWindow &w : windows) {
     backends::PlanMeta m = meta;
     m.algorithm = algorithmName(w.result.algorithm).str();
-    m.errorBound = w.result.codedError;
-    m.roundoffGain = w.result.codedRoundoffGain;
+    w.result.setCodedMeta(m);
     metas.push_back(std::move(m));
   }
   return metas;

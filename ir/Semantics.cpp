@@ -71,13 +71,32 @@ SymValue scale(double a, const SymValue &x) {
   return combine(a, x, 0.0, SymValue{{}, false});
 }
 
+/// The terms of `v` on input chunks (rounding-event terms, on rank
+/// numRanks, dropped).
+SharedTerms inputTerms(const SymValue &v, RankId numRanks) {
+  bool events = false;
+  for (const Term &t : v.terms)
+    events |= t.rank >= numRanks;
+  if (!events)
+    return v.terms;
+  std::vector<Term> out;
+  for (const Term &t : v.terms)
+    if (t.rank < numRanks)
+      out.push_back(t);
+  return SharedTerms(std::move(out));
+}
+
 class Executor {
 public:
-  explicit Executor(const Schedule &s) : s(s) {}
+  explicit Executor(const Schedule &s,
+                    std::vector<RoundingEvent> *events = nullptr)
+      : s(s), events(events) {}
   llvm::Expected<SymbolicResult> run();
 
 private:
   const Schedule &s;
+  /// Rounding events (executeWithRounding), or null.
+  std::vector<RoundingEvent> *events;
   SlotIndex index{s};
   /// By SlotIndex; slots outside it (malformed operands) in `overflow`.
   std::vector<SymValue> slots =
@@ -111,7 +130,48 @@ private:
             i < int32_t(vals.size()) ? std::move(vals[i]) : undefined());
   }
   llvm::Error step(RankId r, OpId id, const Op &op);
+  /// A coefficient as the runtime's kernels use it: cast to fp32 when
+  /// rounding is modelled (the cast is then exact in the symbols, not a
+  /// rounding), as written otherwise.
+  double coeff(double c) const {
+    return events ? double(static_cast<float>(c)) : c;
+  }
+  /// `v` (= sum_j terms[j].first * *terms[j].second, computed in this
+  /// order by the runtime's kernels) plus a fresh rounding symbol, when
+  /// events are recorded and the combination rounds (RoundingEvent).
+  SymValue rounded(SymValue v,
+                   llvm::ArrayRef<std::pair<double, const SymValue *>> terms);
 };
+
+SymValue
+Executor::rounded(SymValue v,
+                  llvm::ArrayRef<std::pair<double, const SymValue *>> terms) {
+  if (!events || v.isUndefined)
+    return v;
+  RoundingEvent e;
+  int k = 0;
+  for (auto [c, x] : terms)
+    k += c != 0.0;
+  // The partial sums of the sequential accumulation.
+  SymValue partial{{}, false};
+  int j = 0;
+  for (auto [c, x] : terms) {
+    if (c == 0.0)
+      continue;
+    if (std::fabs(c) != 1.0) // the product (c is already fp32's)
+      e.parts.push_back({std::fabs(c), inputTerms(*x, s.numRanks), false});
+    partial = combine(1.0, partial, c, *x);
+    if (j > 0) // the addition
+      e.parts.push_back({1.0, inputTerms(partial, s.numRanks), false});
+    ++j;
+  }
+  if (e.parts.empty() && k <= 1)
+    return v; // a copy, or a unit-coefficient receive: exact
+  e.parts.push_back({1.0, inputTerms(v, s.numRanks), true});
+  int32_t id = static_cast<int32_t>(events->size());
+  events->push_back(std::move(e));
+  return combine(1.0, v, 1.0, SymValue{{Term{s.numRanks, id, 1.0}}, false});
+}
 
 llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
   unsigned f = opFlags(op.kind);
@@ -129,14 +189,17 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
     msg.resize(std::max<size_t>(msg.size(), std::max(0, n)), undefined());
     if (f & OF_RE) {
       std::vector<SymValue> local = readRef(r, op.src);
-      for (int32_t i = 0; i < n; ++i)
-        result.push_back(combine(op.localCoeff,
-                                 i < int32_t(local.size()) ? local[i]
-                                                           : undefined(),
-                                 op.msgCoeff, msg[i]));
+      for (int32_t i = 0; i < n; ++i) {
+        SymValue l = i < int32_t(local.size()) ? local[i] : undefined();
+        result.push_back(
+            rounded(combine(coeff(op.localCoeff), l, coeff(op.msgCoeff),
+                            msg[i]),
+                    {{coeff(op.localCoeff), &l}, {coeff(op.msgCoeff), &msg[i]}}));
+      }
     } else {
       for (int32_t i = 0; i < n; ++i)
-        result.push_back(scale(op.msgCoeff, msg[i]));
+        result.push_back(rounded(scale(coeff(op.msgCoeff), msg[i]),
+                                 {{coeff(op.msgCoeff), &msg[i]}}));
     }
     if (f & OF_WD)
       writeRef(r, op.dst, result);
@@ -153,18 +216,31 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
     break;
   case OpKind::Reduce: {
     std::vector<SymValue> d = readRef(r, op.dst), v = readRef(r, op.src);
-    for (size_t i = 0; i < d.size(); ++i)
-      d[i] = combine(1.0, d[i], 1.0, i < v.size() ? v[i] : undefined());
+    for (size_t i = 0; i < d.size(); ++i) {
+      SymValue y = i < v.size() ? v[i] : undefined();
+      d[i] = rounded(combine(1.0, d[i], 1.0, y), {{1.0, &d[i]}, {1.0, &y}});
+    }
     writeRef(r, op.dst, std::move(d));
     break;
   }
   case OpKind::LinComb: {
     std::vector<SymValue> acc(std::max(0, op.dst.count), SymValue{{}, false});
+    std::vector<std::vector<SymValue>> srcs;
     for (const LinTerm &t : op.terms) {
-      std::vector<SymValue> v = readRef(r, t.src);
+      srcs.push_back(readRef(r, t.src));
+      std::vector<SymValue> &v = srcs.back();
+      v.resize(std::max(v.size(), acc.size()), undefined());
       for (size_t i = 0; i < acc.size(); ++i)
-        acc[i] = combine(1.0, acc[i], t.coeff,
-                         i < v.size() ? v[i] : undefined());
+        acc[i] = combine(1.0, acc[i], coeff(t.coeff), v[i]);
+    }
+    if (events) {
+      std::vector<std::pair<double, const SymValue *>> terms;
+      for (size_t i = 0; i < acc.size(); ++i) {
+        terms.clear();
+        for (size_t j = 0; j < op.terms.size(); ++j)
+          terms.push_back({coeff(op.terms[j].coeff), &srcs[j][i]});
+        acc[i] = rounded(std::move(acc[i]), terms);
+      }
     }
     writeRef(r, op.dst, std::move(acc));
     break;
@@ -229,6 +305,12 @@ double maxDifference(const SymValue &a, const SymValue &b) {
 
 llvm::Expected<SymbolicResult> execute(const Schedule &s) {
   return Executor(s).run();
+}
+
+llvm::Expected<SymbolicResult>
+executeWithRounding(const Schedule &s, std::vector<RoundingEvent> &events) {
+  events.clear();
+  return Executor(s, &events).run();
 }
 
 SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk) {

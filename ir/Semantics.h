@@ -82,6 +82,37 @@ struct SymbolicResult {
 /// schedule has a cycle or an unmatched message.
 llvm::Expected<SymbolicResult> execute(const Schedule &s);
 
+/// One op result's rounding in the runtime's kernels (runtime/DType.cpp):
+/// an op that computes sum_j c_j s_j does it in fp32, term by term in the
+/// op's order, with fp32 coefficients, and stores the result once in the
+/// buffer's type. To first order its result differs from the exact
+/// combination of its (computed) sources, with the coefficients cast to
+/// fp32 as the kernels cast them (exactly: the symbols carry the cast
+/// coefficients), by independent roundings, one per part: the product of
+/// every coefficient other than +-1 (at most u_fp32 |c_j s_j|), every
+/// addition (u_fp32 |S_i|, S_i the
+/// partial sum it produces) and the store (u_buffer |result|; none for fp32
+/// buffers, whose accumulator is the stored value). A part's magnitude at
+/// element position p is at most its unit roundoff times
+/// |scale * form . x(p)|, x(p) every rank's input at position p of every
+/// input chunk. Copies and unit-coefficient receives do not round.
+struct RoundingPart {
+  double scale = 1;
+  SharedTerms form; ///< the exact linear form (input chunks only)
+  bool store = false; ///< the store in the buffer's type (else fp32)
+};
+struct RoundingEvent {
+  std::vector<RoundingPart> parts;
+};
+
+/// execute() with the kernels' fp32 coefficients that also gives every
+/// rounding op result its own symbol:
+/// a value's terms on rank s.numRanks are rounding events, chunk = the
+/// index into `events`, coefficient = how the event enters the value. The
+/// terms on ranks below s.numRanks are execute()'s with fp32 coefficients.
+llvm::Expected<SymbolicResult>
+executeWithRounding(const Schedule &s, std::vector<RoundingEvent> &events);
+
 /// The value the collective requires at out[rank][chunk]. For reduce, the
 /// outputs of ranks other than the root are unconstrained: undefined.
 SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk);

@@ -177,8 +177,7 @@ struct PyCompiled {
     backends::PlanMeta m = planMeta(*topology);
     m.algorithm = algorithm;
     if (result.coded) {
-      m.errorBound = result.codedError;
-      m.roundoffGain = result.codedRoundoffGain;
+      result.setCodedMeta(m);
     }
     return m;
   }
@@ -406,19 +405,23 @@ PYBIND11_MODULE(_topocc, m) {
       .def_property_readonly(
           "error_bound",
           [](const runtime::Plan &p) { return p.meta().errorBound; },
-          "Coded (CERAR) plans: the code's relative error bound; 0 if exact")
+          "Coded (CERAR) plans: the code's error bound in exact arithmetic "
+          "(||out_r - exact||_2 / ||x||_2, x every rank's input); 0 if exact")
       .def(
           "value_error_bound",
-          [](const runtime::Plan &p, const std::string &dtype) {
+          [](const runtime::Plan &p, const std::string &dtype,
+             bool worstCase) {
             auto t = runtime::dtypeFromName(dtype);
             if (!t)
               raise("dtype must be fp32, fp16 or bf16, got '" + dtype + "'");
-            return runtime::valueErrorBound(p.meta(), *t);
+            return runtime::valueErrorBound(p.meta(), *t, worstCase);
           },
-          py::arg("dtype") = "fp32",
-          "Coded plans: the relative error max|got - exact| / max|exact| a "
-          "run in `dtype` may show (error_bound plus the dtype's unit "
-          "roundoff amplified by the code); 0 for exact plans")
+          py::arg("dtype") = "fp32", py::arg("worst_case") = false,
+          "Coded plans: the error contract of a run in `dtype`: every "
+          "rank's ||out - exact||_2 is at most this times ||x||_2, x all "
+          "ranks' inputs (error_bound plus the dtype's rounding through "
+          "the code, under the probabilistic model of rounding, or for "
+          "every rounding with worst_case); 0 for exact plans")
       .def(
           "run_local",
           [](const runtime::Plan &p, const std::vector<py::array> &inputs,

@@ -183,8 +183,9 @@ PYBIND11_MODULE(_torch, m) {
                                             dtypeOf(t));
           },
           py::arg("tensor"),
-          "The relative error max|got - exact| / max|exact| a call on "
-          "`tensor` may show (coded variants; 0 for exact ones)")
+          "The error contract of a call on `tensor`: every rank's "
+          "||out - exact||_2 is at most this times ||x||_2, x all ranks' "
+          "inputs (coded variants; 0 for exact ones)")
       .def("all_reduce", &TorchPlan::allReduce, py::arg("tensor"),
            py::arg("group"), py::arg("timeout") = 600.0,
            py::arg("check_peers") = true,

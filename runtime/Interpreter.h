@@ -90,12 +90,19 @@ struct BufferLayout {
 /// count is not a multiple of its block count.
 llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count);
 
-/// The relative error max|got - exact| / max|exact| a coded plan may show
-/// when run in `t`: its exact-arithmetic errorBound plus the unit roundoff
-/// of `t` times its roundoffGain (backends::PlanMeta). 0 for exact plans.
-inline double valueErrorBound(const backends::PlanMeta &m, DType t) {
-  return m.errorBound > 0 ? m.errorBound + unitRoundoff(t) * m.roundoffGain
-                          : 0;
+/// The error contract of a coded plan run in `t` (docs/Algorithms-cerar.md
+/// section 8): every rank's ||out - exact||_2 is at most this times
+/// ||x||_2, x all ranks' inputs together; its exact-arithmetic errorBound
+/// plus the unit roundoff of `t` times its roundoffGain
+/// (backends::PlanMeta), which holds under the probabilistic model of
+/// rounding, or with `worstCase` times roundoffGainWorst, for every
+/// rounding. 0 for exact plans.
+inline double valueErrorBound(const backends::PlanMeta &m, DType t,
+                              bool worstCase = false) {
+  return m.errorBound > 0
+             ? m.errorBound + unitRoundoff(t) * (worstCase ? m.roundoffGainWorst
+                                                           : m.roundoffGain)
+             : 0;
 }
 
 /// A loaded, verified plan and its dataflow order: immutable, shareable

@@ -13,6 +13,7 @@
 #include "compiler/lowerings/Lowering.h"
 
 #include "compiler/algorithms/CerarVerify.h"
+#include "compiler/algorithms/CodedErrorBound.h"
 #include "compiler/passes/LowerCerar.h"
 #include "support/Diagnostics.h"
 
@@ -49,10 +50,125 @@ std::string msText(double seconds) {
   return llvm::formatv("{0:F3} ms", seconds * 1e3).str();
 }
 
-void recordCode(const cerar::Design &d, CompileResult &result) {
+namespace {
+std::string sciText(double v) { return llvm::formatv("{0:e2}", v).str(); }
+
+bool approximate(const cerar::Design &d) {
+  return d.construction != cerar::Construction::Exact;
+}
+} // namespace
+
+llvm::Error recordCode(const cerar::Design &d, const ir::Schedule &s,
+                       const CompileRequest &req, CompileResult &result,
+                       llvm::StringRef who) {
   result.coded = true;
-  result.codedError = d.worstError;
-  result.codedRoundoffGain = d.maxCondition * d.rounds;
+  if (!approximate(d)) {
+    result.codedError = 0; // exact: the plan is verified exactly
+    result.codedRoundoffGain = result.codedRoundoffGainWorst = 0;
+    return llvm::Error::success();
+  }
+  auto contract = cerar::analyzeErrorContract(s);
+  if (!contract)
+    return contract.takeError();
+  result.codedError = contract->exactBound();
+  result.codedRoundoffGain = contract->roundoffGain();
+  result.codedRoundoffGainWorst = contract->roundoffGain(/*worstCase=*/true);
+  auto wire = cerar::wireDtypeFromName(req.wireDtype);
+  if (req.tolerance > 0 && wire) {
+    double b = contract->bound(*wire);
+    if (b > req.tolerance)
+      return makeUserError(llvm::formatv(
+          "{0}: c = {1} on N = {2} ranks: the error contract's bound in "
+          "{3} is {4} (exact arithmetic {5}), above --tolerance {6} "
+          "(docs/Algorithms-cerar.md 8); use fewer --components or a larger "
+          "tolerance",
+          who, d.components, d.ranks, cerar::wireDtypeName(*wire),
+          sciText(b), sciText(contract->exactBound()),
+          sciText(req.tolerance)));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error
+tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
+                const cerar::PolicyOptions &policy,
+                llvm::function_ref<llvm::Expected<ir::Schedule>(
+                    const cerar::Design &)>
+                    lower,
+                llvm::StringRef who, std::string &explain) {
+  explain.clear();
+  if (!(policy.tolerance > 0) || !approximate(d) ||
+      d.construction == cerar::Construction::Optimized)
+    return llvm::Error::success();
+  struct Point {
+    double eps = 0, exact = 0, bound = 0;
+  };
+  auto measure = [&](const cerar::Design &code) -> llvm::Expected<Point> {
+    auto s = lower(code);
+    if (!s)
+      return s.takeError();
+    auto c = cerar::analyzeErrorContract(*s);
+    if (!c)
+      return c.takeError();
+    return Point{code.eps, c->exactBound(), c->bound(policy.wire)};
+  };
+  auto first = measure(d);
+  if (!first)
+    return first.takeError();
+  if (first->bound <= policy.tolerance)
+    return llvm::Error::success();
+  const int q = (d.components + d.ranks - 1) / d.ranks;
+  Point at = *first, best = *first;
+  std::optional<cerar::Design> bestCode;
+  for (int iter = 0; iter < 3 && best.bound > policy.tolerance; ++iter) {
+    // f(eps) = A eps + B eps^-(q-1) through the last point: its minimum.
+    double a = at.exact / at.eps;
+    double b = (at.bound - at.exact) * std::pow(at.eps, q - 1);
+    if (!(a > 0) || !(b > 0))
+      break;
+    double eps = std::pow((q - 1) * b / a, 1.0 / q);
+    eps = std::clamp(eps, 1e-8, 0.5);
+    if (std::fabs(eps - at.eps) <= 1e-3 * at.eps)
+      break;
+    cerar::DesignRequest dr;
+    dr.ranks = d.ranks;
+    dr.components = d.components;
+    dr.construction = d.construction;
+    dr.eps = eps;
+    auto code = cerar::makeDesign(dr);
+    if (!code) {
+      llvm::consumeError(code.takeError()); // beyond double precision
+      break;
+    }
+    auto p = measure(*code);
+    if (!p)
+      return p.takeError();
+    at = *p;
+    if (at.bound < best.bound) {
+      best = at;
+      bestCode = std::move(*code);
+    }
+  }
+  if (best.bound > policy.tolerance)
+    return makeUserError(llvm::formatv(
+        "{0}: c = {1} on N = {2} ranks (q = {3}): no eps meets --tolerance "
+        "{4} in {5}: the error contract's best bound is {6} at eps = {7} "
+        "({8} in exact arithmetic; docs/Algorithms-cerar.md 8); use "
+        "--components <= {9} or a larger tolerance",
+        who, d.components, d.ranks, q, sciText(policy.tolerance),
+        cerar::wireDtypeName(policy.wire), sciText(best.bound),
+        sciText(best.eps), sciText(best.exact), (q - 1) * d.ranks));
+  explain = llvm::formatv(
+      "{0}: eps {1} gives an error bound of {2} in {3}, above the tolerance "
+      "{4}; eps {5} gives {6} ({7} in exact arithmetic)",
+      who, sciText(first->eps), sciText(first->bound),
+      cerar::wireDtypeName(policy.wire), sciText(policy.tolerance),
+      sciText(best.eps), sciText(best.bound), sciText(best.exact));
+  d = std::move(*bestCode);
+  dec.eps = d.eps;
+  dec.kappa = d.maxCondition;
+  dec.designError = d.worstError;
+  return llvm::Error::success();
 }
 
 namespace {
@@ -61,7 +177,7 @@ namespace {
 /// the design is empty when the exact ring wins, with the reason).
 llvm::Expected<cerar::CerarChoice> designCerar(const topo::Topology *t,
                                                const CompileRequest &req,
-                                               bool force) {
+                                               bool force, int maxQ = 0) {
   if (!t)
     return makeUserError("--algorithm cerar needs the topology: its "
                          "parameters follow the ring's bottleneck link");
@@ -77,6 +193,8 @@ llvm::Expected<cerar::CerarChoice> designCerar(const topo::Topology *t,
   cerar::CerarRequest cr;
   cr.bytes = req.bytes;
   cr.policy = *policy;
+  if (maxQ > 0)
+    cr.policy.maxQ = maxQ;
   cr.components = req.components;
   cr.force = force;
   cr.seamOffset = req.seamOffset;
@@ -97,12 +215,39 @@ public:
   llvm::StringRef prepareStep() const override { return "design-cerar"; }
 
   /// The policy (c, eps) and the code's design.
+  /// When the policy chose c and no eps of its q meets the error
+  /// contract, the policy again with one layer fewer.
   llvm::Error prepare() override {
-    auto c = designCerar(topology, req, /*force=*/true);
-    if (!c)
-      return c.takeError();
-    choice = std::move(*c);
-    return llvm::Error::success();
+    for (int maxQ = 0;;) {
+      auto c = designCerar(topology, req, /*force=*/true, maxQ);
+      if (!c)
+        return c.takeError();
+      choice = std::move(*c);
+      cerar::Design &d = *choice.design;
+      auto p = codedPolicyOptions(req, "cerar");
+      if (!p)
+        return p.takeError();
+      std::string tuned;
+      auto err = tuneForContract(
+          d, choice.decision, *p,
+          [&](const cerar::Design &code) {
+            return passes::lowerCerar(lowerOptions(code));
+          },
+          "cerar", tuned);
+      const int q = (d.components + d.ranks - 1) / d.ranks;
+      if (err && req.components == 0 && q > 2) {
+        stepDown.push_back("cerar: " + llvm::toString(std::move(err)) +
+                           "; the policy again with q <= " +
+                           std::to_string(q - 1));
+        maxQ = q - 1;
+        continue;
+      }
+      if (err)
+        return err;
+      if (!tuned.empty())
+        stepDown.push_back(tuned);
+      return llvm::Error::success();
+    }
   }
 
   /// Codes with c > N are approximate by design: the exact postcondition
@@ -114,15 +259,19 @@ public:
     return v;
   }
 
-  llvm::Expected<Lowered> lower() override {
-    const cerar::Design &d = *choice.design;
+  passes::CerarLowerOptions lowerOptions(const cerar::Design &d) const {
     passes::CerarLowerOptions lo;
     lo.design = d;
     lo.ringOrder.assign(choice.ringOrder.begin(), choice.ringOrder.end());
     lo.seamOffset = req.seamOffset;
     lo.inplace = req.inplace;
     lo.name = req.name;
-    auto lowered = passes::lowerCerar(lo);
+    return lo;
+  }
+
+  llvm::Expected<Lowered> lower() override {
+    const cerar::Design &d = *choice.design;
+    auto lowered = passes::lowerCerar(lowerOptions(d));
     if (!lowered)
       return lowered.takeError();
     Lowered out;
@@ -137,6 +286,7 @@ public:
                       cerar::constructionName(d.construction), d.rounds,
                       llvm::join(order, ","), d.worstError)
             .str();
+    out.explain.insert(out.explain.end(), stepDown.begin(), stepDown.end());
     out.explain.push_back("cerar: " + choice.decision.reason);
     return out;
   }
@@ -151,12 +301,13 @@ public:
       return makeInternalError("the CERAR schedule no longer matches its "
                                "code after the passes (a bug in topocc): " +
                                llvm::toString(chk.takeError()));
-    recordCode(d, result);
-    return llvm::Error::success();
+    return recordCode(d, s, req, result, "cerar");
   }
 
 private:
   cerar::CerarChoice choice;
+  /// What prepare() changed for the error contract (--explain).
+  std::vector<std::string> stepDown;
 };
 
 } // namespace
@@ -191,16 +342,18 @@ llvm::Expected<AutoCandidate> CerarLoweringCandidate(const AutoContext &ctx) {
                       ")");
     return c;
   }
-  // The policy's c, compiled and priced like the others.
-  sub.components = choice->design->components;
+  // The policy's c (chosen again by the lowering, which may step it down
+  // for the error contract), compiled and priced like the others.
   c.lines.push_back(
       llvm::formatv("auto: cerar c = {0}: the policy predicts {1:F3}x the "
                     "ring's time",
-                    sub.components,
+                    choice->design->components,
                     choice->decision.cerarTime / choice->decision.ringTime)
           .str());
   c.request = std::move(sub);
-  c.mustCompile = true;
+  // A code that no eps brings within the error contract is "not
+  // applicable", with the contract's numbers.
+  c.mustCompile = false;
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include "compiler/CompileRequest.h"
 #include "compiler/algorithms/CerarPolicy.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -25,9 +26,29 @@ codedPolicyOptions(const CompileRequest &req, llvm::StringRef alg);
 /// "4.142 ms".
 std::string msText(double seconds);
 
-/// `result` carries a coded schedule of design `d`: its worst per-rank
-/// error and how much it amplifies rounding (condition number x rounds).
-void recordCode(const cerar::Design &d, CompileResult &result);
+/// `result` carries the coded schedule `s` of design `d`: for an
+/// approximate code its error contract (cerar::analyzeErrorContract,
+/// docs/Algorithms-cerar.md 8): codedError = max_r e_r and
+/// codedRoundoffGain. A user error (prefixed `who`) when the contract's
+/// bound in the request's wire dtype exceeds --tolerance.
+llvm::Error recordCode(const cerar::Design &d, const ir::Schedule &s,
+                       const CompileRequest &req, CompileResult &result,
+                       llvm::StringRef who);
+
+/// For an approximate perturbed or Vandermonde code `d` and a tolerance:
+/// when the contract's bound of `lower(d)` in the wire dtype exceeds the
+/// tolerance, moves eps to the minimum of e(eps) + Gamma(eps) (e grows
+/// like eps, the rounding like eps^-(q-1)) and rebuilds `d`, at most three
+/// times. Sets `dec`'s eps, kappa and designError to the code's and
+/// `explain` to what it did. A user error (prefixed `who`) when no eps
+/// meets the tolerance.
+llvm::Error
+tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
+                const cerar::PolicyOptions &policy,
+                llvm::function_ref<llvm::Expected<ir::Schedule>(
+                    const cerar::Design &)>
+                    lower,
+                llvm::StringRef who, std::string &explain);
 
 } // namespace topocc::lowerings
 

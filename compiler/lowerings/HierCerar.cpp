@@ -35,7 +35,7 @@ struct HierCerarPlacement {
 /// ring, with the reason).
 llvm::Expected<HierCerarPlacement> designHierCerar(const topo::Topology *t,
                                                    const CompileRequest &req,
-                                                   bool force) {
+                                                   bool force, int maxQ = 0) {
   if (!t)
     return makeUserError("--algorithm hier-cerar needs the topology's nodes");
   auto policy = codedPolicyOptions(req, "hier-cerar");
@@ -68,6 +68,8 @@ llvm::Expected<HierCerarPlacement> designHierCerar(const topo::Topology *t,
   cerar::HierCerarRequest hr;
   hr.bytes = req.bytes;
   hr.policy = *policy;
+  if (maxQ > 0)
+    hr.policy.maxQ = maxQ;
   hr.components = req.components;
   hr.force = force;
   for (const std::vector<ir::RankId> &node : out.nodes)
@@ -88,12 +90,39 @@ public:
   llvm::StringRef prepareStep() const override { return "design-hier-cerar"; }
 
   /// Links of the rails and the nodes, the policy on one rail, the code.
+  /// When the policy chose c and no eps of its q meets the error
+  /// contract, the policy again with one layer fewer.
   llvm::Error prepare() override {
-    auto p = designHierCerar(topology, req, /*force=*/true);
-    if (!p)
-      return p.takeError();
-    placement = std::move(*p);
-    return llvm::Error::success();
+    for (int maxQ = 0;;) {
+      auto p = designHierCerar(topology, req, /*force=*/true, maxQ);
+      if (!p)
+        return p.takeError();
+      placement = std::move(*p);
+      cerar::Design &d = *placement.choice.design;
+      auto policy = codedPolicyOptions(req, "hier-cerar");
+      if (!policy)
+        return policy.takeError();
+      std::string tuned;
+      auto err = tuneForContract(
+          d, placement.choice.decision, *policy,
+          [&](const cerar::Design &code) {
+            return passes::lowerHierCerar(lowerOptions(code));
+          },
+          "hier-cerar", tuned);
+      const int q = (d.components + d.ranks - 1) / d.ranks;
+      if (err && req.components == 0 && q > 2) {
+        stepDown.push_back("hier-cerar: " + llvm::toString(std::move(err)) +
+                           "; the rail policy again with q <= " +
+                           std::to_string(q - 1));
+        maxQ = q - 1;
+        continue;
+      }
+      if (err)
+        return err;
+      if (!tuned.empty())
+        stepDown.push_back(tuned);
+      return llvm::Error::success();
+    }
   }
 
   /// Exact codes (c <= M, or any c on 2 nodes) also pass the exact
@@ -105,9 +134,7 @@ public:
     return v;
   }
 
-  llvm::Expected<Lowered> lower() override {
-    const cerar::HierCerarChoice &choice = placement.choice;
-    const cerar::Design &d = *choice.design;
+  passes::HierCerarOptions lowerOptions(const cerar::Design &d) const {
     passes::HierCerarOptions o;
     o.design = d;
     o.numRanks = 0;
@@ -119,6 +146,13 @@ public:
     o.staggerSeams = true;
     o.inplace = req.inplace;
     o.name = req.name;
+    return o;
+  }
+
+  llvm::Expected<Lowered> lower() override {
+    const cerar::HierCerarChoice &choice = placement.choice;
+    const cerar::Design &d = *choice.design;
+    passes::HierCerarOptions o = lowerOptions(d);
     auto lowered = passes::lowerHierCerar(o);
     if (!lowered)
       return lowered.takeError();
@@ -152,6 +186,7 @@ public:
                 : std::string("no intra-node phases (1 GPU per "
                               "node)"))
             .str());
+    out.explain.insert(out.explain.end(), stepDown.begin(), stepDown.end());
     out.explain.push_back("hier-cerar: rail policy: " +
                           choice.decision.reason);
     std::string flat =
@@ -188,12 +223,13 @@ public:
                                "its code after the passes (a bug in "
                                "topocc): " +
                                llvm::toString(chk.takeError()));
-    recordCode(d, result);
-    return llvm::Error::success();
+    return recordCode(d, s, req, result, "hier-cerar");
   }
 
 private:
   HierCerarPlacement placement;
+  /// What prepare() changed for the error contract (--explain).
+  std::vector<std::string> stepDown;
   cerar::HierCerarLayout layout;
 };
 
@@ -234,14 +270,15 @@ HierCerarLoweringCandidate(const AutoContext &ctx) {
                       choice.decision.reason + ")");
     return c;
   }
-  sub.components = choice.design->components;
+  // The lowering chooses c again (and may step it down for the error
+  // contract); a code no eps brings within it is "not applicable".
   c.lines.push_back(
       llvm::formatv("auto: hier-cerar c = {0}: the policy predicts {1:F3}x "
                     "hier-ring's time",
-                    sub.components, choice.hierCerar / choice.hierRing)
+                    choice.design->components, choice.hierCerar / choice.hierRing)
           .str());
   c.request = std::move(sub);
-  c.mustCompile = true;
+  c.mustCompile = false;
   return c;
 }
 

@@ -508,8 +508,7 @@ int runMain(int argc, char **argv) {
         meta.topologyName = topo->name().str();
         meta.topologyHash = backends::topologyHash(*topo);
         meta.algorithm = algorithmName(compiled->algorithm).str();
-        meta.errorBound = compiled->codedError;
-        meta.roundoffGain = compiled->codedRoundoffGain;
+        compiled->setCodedMeta(meta);
         auto p = Plan::fromSchedule(std::move(compiled->schedule), meta);
         if (p)
           plan = std::move(*p);

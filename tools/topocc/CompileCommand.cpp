@@ -800,8 +800,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     }
     timingsPending = true;
     meta.algorithm = algorithmName(plan->algorithm).str();
-    meta.errorBound = plan->codedError;
-    meta.roundoffGain = plan->codedRoundoffGain;
+    plan->setCodedMeta(meta);
     if (opts.explain)
       for (const std::string &line : plan->explain) {
         explainLines += line + "\n";
@@ -907,6 +906,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     if (meta.errorBound > 0) {
       o["codedErrorBound"] = meta.errorBound;
       o["roundoffGain"] = meta.roundoffGain;
+      o["roundoffGainWorst"] = meta.roundoffGainWorst;
     }
     llvm::outs() << jsonText(std::move(o));
     return llvm::Error::success();

@@ -88,8 +88,7 @@ TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
   // The plan file carries the bound and the gain; loading re-checks it.
   backends::PlanMeta meta;
   meta.algorithm = algorithmName(plan->algorithm).str();
-  meta.errorBound = plan->codedError;
-  meta.roundoffGain = plan->codedRoundoffGain;
+  plan->setCodedMeta(meta);
   auto json = backends::planToJson(plan->schedule, meta);
   ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
   EXPECT_NE(json->find("\"errorBound\""), std::string::npos);
@@ -97,6 +96,8 @@ TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
   EXPECT_DOUBLE_EQ(loaded->meta.errorBound, plan->codedError);
   EXPECT_DOUBLE_EQ(loaded->meta.roundoffGain, plan->codedRoundoffGain);
+  EXPECT_DOUBLE_EQ(loaded->meta.roundoffGainWorst,
+                   plan->codedRoundoffGainWorst);
   std::string negative = errorMessage(
       backends::parsePlanJson(
           llvm::StringRef(*json).str().replace(json->find("\"roundoffGain\": "),

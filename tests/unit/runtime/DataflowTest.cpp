@@ -38,8 +38,7 @@ Plan cerarPlan() {
   EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   backends::PlanMeta meta;
   meta.algorithm = algorithmName(compiled->algorithm).str();
-  meta.errorBound = compiled->codedError;
-  meta.roundoffGain = compiled->codedRoundoffGain;
+  compiled->setCodedMeta(meta);
   auto p = Plan::fromSchedule(std::move(compiled->schedule), meta);
   EXPECT_TRUE(bool(p)) << llvm::toString(p.takeError());
   return std::move(*p);
