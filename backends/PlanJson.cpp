@@ -146,11 +146,17 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
   os << "  \"algorithm\": " << quoted(meta.algorithm) << ",\n";
   if (meta.errorBound > 0)
     os << "  \"errorBound\": " << json::Value(meta.errorBound) << ",\n";
-  if (meta.roundoffGain > 0)
-    os << "  \"roundoffGain\": " << json::Value(meta.roundoffGain) << ",\n";
-  if (meta.roundoffGainWorst > 0)
-    os << "  \"roundoffGainWorst\": " << json::Value(meta.roundoffGainWorst)
-       << ",\n";
+  for (auto [key, gains] :
+       {std::pair{"roundoffGain", &meta.roundoffGain},
+        std::pair{"roundoffGainWorst", &meta.roundoffGainWorst}}) {
+    if (!(*std::max_element(gains->begin(), gains->end()) > 0))
+      continue;
+    os << "  " << quoted(key) << ": {";
+    for (size_t d = 0; d < gains->size(); ++d)
+      os << (d ? ", " : "") << quoted(kRoundoffDtypes[d]) << ": "
+         << json::Value((*gains)[d]);
+    os << "},\n";
+  }
   os << "  \"name\": " << quoted(s.name) << ",\n";
   os << "  \"collective\": " << quoted(ir::collectiveName(s.collective))
      << ",\n";
@@ -645,16 +651,37 @@ llvm::Expected<PlanFile> parsePlanObject(llvm::StringRef text,
     else if (e)
       plan.meta.errorBound = *e;
   }
+  // Per dtype ({"fp32": g, "fp16": g, "bf16": g}); one number applies to
+  // every dtype.
   for (auto [key, field] :
        {std::pair{"roundoffGain", &plan.meta.roundoffGain},
         std::pair{"roundoffGainWorst", &plan.meta.roundoffGainWorst}}) {
-    if (!top->get(key))
+    const json::Value *v = top->get(key);
+    if (!v)
       continue;
-    std::optional<double> g = rd.number(*top, "$", key);
-    if (g && !(*g >= 0 && std::isfinite(*g)))
-      rd.error(std::string("$.") + key, "expected a non-negative number");
-    else if (g)
-      *field = *g;
+    const std::string path = std::string("$.") + key;
+    auto check = [&](const json::Object &o, llvm::StringRef at,
+                     llvm::StringRef k, double &out) {
+      std::optional<double> g = rd.number(o, at, k);
+      if (g && !(*g >= 0 && std::isfinite(*g)))
+        rd.error((at + "." + k).str(), "expected a non-negative number");
+      else if (g)
+        out = *g;
+    };
+    if (v->getAsObject()) {
+      const json::Object &o = *v->getAsObject();
+      rd.noUnknownKeys(o, path, {"fp32", "fp16", "bf16"});
+      for (size_t d = 0; d < field->size(); ++d) {
+        if (!o.get(kRoundoffDtypes[d]))
+          rd.error(path, "expected keys fp32, fp16 and bf16");
+        else
+          check(o, path, kRoundoffDtypes[d], (*field)[d]);
+      }
+    } else {
+      double g = 0;
+      check(*top, "$", key, g);
+      field->fill(g);
+    }
   }
   if (auto n = rd.string(*top, "$", "name"))
     s.name = n->str();

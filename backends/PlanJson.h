@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ namespace topocc::backends {
 constexpr int kPlanFormatVersion = 1;
 
 /// What a plan records besides the schedule.
+/// The dtype names of PlanMeta::roundoffGain's entries, in order.
+inline constexpr const char *kRoundoffDtypes[3] = {"fp32", "fp16", "bf16"};
+
 struct PlanMeta {
   std::string generator = "topocc"; ///< e.g. "topocc 0.1.0"
   std::string topologyName;         ///< empty when not compiled from a file
@@ -38,13 +42,14 @@ struct PlanMeta {
   /// coefficient's deviation from the exact collective; 0 for exact plans
   /// (the full postcondition is checked).
   double errorBound = 0;
-  /// Coded plans: the rounding of the runtime's kernels. Run in a dtype
-  /// with unit roundoff u, bound = errorBound + u * roundoffGain under the
+  /// Coded plans: the rounding of the runtime's kernels, per dtype
+  /// (index kRoundoffDtypes: fp32, fp16, bf16). Run in a dtype with unit
+  /// roundoff u, bound = errorBound + u * roundoffGain[dtype] under the
   /// probabilistic model of rounding (runtime::valueErrorBound, the
-  /// contract), and errorBound + u * roundoffGainWorst for every rounding.
-  /// 0 for exact plans.
-  double roundoffGain = 0;
-  double roundoffGainWorst = 0;
+  /// contract), and errorBound + u * roundoffGainWorst[dtype] for every
+  /// rounding. 0 for exact plans.
+  std::array<double, 3> roundoffGain{};
+  std::array<double, 3> roundoffGainWorst{};
 };
 
 /// The check every plan goes through when written, loaded or run: the full

@@ -131,8 +131,8 @@ struct CompileResult {
   /// how the runtime's rounding adds to it (probable and worst case).
   bool coded = false;
   double codedError = 0;
-  double codedRoundoffGain = 0;
-  double codedRoundoffGainWorst = 0;
+  std::array<double, 3> codedRoundoffGain{}; ///< backends::PlanMeta's order
+  std::array<double, 3> codedRoundoffGainWorst{};
   /// `m` with this result's errorBound and roundoff gains.
   void setCodedMeta(backends::PlanMeta &m) const {
     m.errorBound = codedError;

@@ -93,15 +93,17 @@ llvm::Expected<BufferLayout> layoutFor(const ir::Schedule &s, size_t count);
 /// The error contract of a coded plan run in `t` (docs/Algorithms-cerar.md
 /// section 8): every rank's ||out - exact||_2 is at most this times
 /// ||x||_2, x all ranks' inputs together; its exact-arithmetic errorBound
-/// plus the unit roundoff of `t` times its roundoffGain
+/// plus the unit roundoff of `t` times its roundoffGain for `t`
 /// (backends::PlanMeta), which holds under the probabilistic model of
 /// rounding, or with `worstCase` times roundoffGainWorst, for every
 /// rounding. 0 for exact plans.
 inline double valueErrorBound(const backends::PlanMeta &m, DType t,
                               bool worstCase = false) {
   return m.errorBound > 0
-             ? m.errorBound + unitRoundoff(t) * (worstCase ? m.roundoffGainWorst
-                                                           : m.roundoffGain)
+             ? m.errorBound +
+                   unitRoundoff(t) *
+                       (worstCase ? m.roundoffGainWorst : m.roundoffGain)
+                           [size_t(t)] // DType's order is kRoundoffDtypes'
              : 0;
 }
 

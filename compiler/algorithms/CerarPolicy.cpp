@@ -52,28 +52,50 @@ std::optional<WireDtype> wireDtypeFromName(llvm::StringRef s) {
 
 int wireDtypeBytes(WireDtype w) { return w == WireDtype::FP32 ? 4 : 2; }
 
-double wireError(WireDtype w, int q) {
-  // docs/Algorithms-cerar.md 5.3, upper ends of the measured ranges.
-  static const double fp32[] = {4.4e-4, 7.3e-3, 2.4e-2};
-  static const double fp16[] = {3.6e-2, 1.4e-1, kInf};
-  static const double bf16[] = {1.0e-1, 2.5e-1, kInf};
+namespace {
+/// The error contract's bound (compiler/algorithms/CodedErrorBound.h) at
+/// its best eps for N = kContractRanks[i] ranks and c = qN, fp32 wire
+/// (measured by bench/cerar-contract.py; docs/benchmarks/cerar.md).
+constexpr int kContractRanks[] = {3, 4, 8, 16};
+constexpr double kContractFp32[3][4] = {{4.47e-3, 6.03e-3, 1.07e-2, 1.85e-2},
+                                        {4.9e-2, 6.25e-2, 0.106, 0.291},
+                                        {0.153, 0.192, 0.318, 0.763}};
+/// fp16 and bf16 at N = 3 (above 1 unusable), scaled with N as fp32.
+constexpr double kContractHalf[2][3] = {{0.38, 1.13, kInf}, {1.16, kInf, kInf}};
+
+/// log-log interpolation of row `v` over kContractRanks, extrapolated
+/// with the last segment's slope (and the first value below N = 3).
+double contractAt(const double (&v)[4], int n) {
+  if (n <= kContractRanks[0])
+    return v[0];
+  int i = 0;
+  while (i < 2 && n > kContractRanks[i + 1])
+    ++i;
+  double slope = std::log(v[i + 1] / v[i]) /
+                 std::log(double(kContractRanks[i + 1]) / kContractRanks[i]);
+  return v[i] * std::pow(double(n) / kContractRanks[i], slope);
+}
+} // namespace
+
+double wireError(WireDtype w, int q, int n) {
   if (q < 2 || q > 4)
     return kInf;
-  switch (w) {
-  case WireDtype::FP32:
-    return fp32[q - 2];
-  case WireDtype::FP16:
-    return fp16[q - 2];
-  case WireDtype::BF16:
-    return bf16[q - 2];
-  }
-  return kInf;
+  double fp32 = contractAt(kContractFp32[q - 2], n);
+  if (w == WireDtype::FP32)
+    return fp32;
+  double half = kContractHalf[w == WireDtype::FP16 ? 0 : 1][q - 2];
+  if (std::isinf(half))
+    return kInf;
+  return half * fp32 / kContractFp32[q - 2][0];
 }
 
 double wireEps(WireDtype w, int q) {
-  static const double fp32[] = {3e-4, 5e-3, 3e-2};
-  static const double fp16[] = {3e-2, 1e-1, 1e-1};
-  static const double bf16[] = {1e-1, 3e-1, 3e-1};
+  // Where the contract's bound is smallest (e ~ eps against rounding ~
+  // u eps^-(q-1)); nearly independent of N. The lowering moves eps to the
+  // schedule's own minimum (compiler/lowerings/CodedRequest.h).
+  static const double fp32[] = {2e-3, 2.5e-2, 8.5e-2};
+  static const double fp16[] = {0.18, 0.3, 0.3};
+  static const double bf16[] = {0.3, 0.3, 0.3};
   q = std::clamp(q, 2, 4);
   switch (w) {
   case WireDtype::FP32:
@@ -133,13 +155,13 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   }
   int qMax = 0;
   for (int q = 2; q <= o.maxQ; ++q)
-    if (wireError(o.wire, q) <= o.tolerance)
+    if (wireError(o.wire, q, n) <= o.tolerance)
       qMax = q;
   if (qMax == 0) {
     d.reason = llvm::formatv(
-        "tolerance {0} is below the smallest error a {1} wire achieves "
-        "({2} at c = 2N)",
-        sci(o.tolerance), wireDtypeName(o.wire), sci(wireError(o.wire, 2)));
+        "tolerance {0} is below the smallest error contract a {1} wire "
+        "achieves ({2} at c = 2N, docs/Algorithms-cerar.md 8)",
+        sci(o.tolerance), wireDtypeName(o.wire), sci(wireError(o.wire, 2, n)));
     return d;
   }
   if (l.bandwidth >= d.bandwidthCeiling) {
@@ -192,7 +214,7 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   d.q = (best + n - 1) / n;
   d.eps = wireEps(o.wire, d.q);
   d.kappa = kappaConstant(d.q) * std::pow(d.eps, -(d.q - 1));
-  d.expectedError = wireError(o.wire, d.q);
+  d.expectedError = wireError(o.wire, d.q, n);
   if (o.kappaMax > 0 && d.kappa > o.kappaMax) {
     d.eps = std::pow(kappaConstant(d.q) / o.kappaMax, 1.0 / (d.q - 1));
     d.kappa = o.kappaMax;
@@ -219,7 +241,7 @@ PolicyDecision chooseCerar(const RingLink &l, double bytes,
   d.reason = llvm::formatv(
       "CERAR c = {0} (q = {1}, eps = {2}, kappa ~ {3}): the policy's "
       "alpha-beta model predicts {4} against the ring's {5} ({6}); "
-      "expected {7}-wire error {8} <= tolerance {9}",
+      "error contract in {7} about {8} <= tolerance {9}",
       best, d.q, sci(d.eps), sci(d.kappa), ms(d.cerarTime), ms(tRing),
       llvm::formatv("{0:F3}x", d.cerarTime / tRing).str(),
       wireDtypeName(o.wire), sci(d.expectedError), sci(o.tolerance));
@@ -282,13 +304,13 @@ llvm::Expected<Design> buildCode(int n, int components,
   // also moves eps to meet it; here only q's usability on the wire.
   const bool approximate = dr.construction != Construction::Exact;
   if (force && policy.tolerance > 0 && approximate) {
-    double expected = wireError(policy.wire, q);
+    double expected = wireError(policy.wire, q, n);
     if (std::isinf(expected))
       return makeUserError(llvm::formatv(
           "{5}: c = {0} on N = {1} ranks needs q = {2} layers; a {3} wire "
           "has no usable error beyond q = {4} (docs/Algorithms-cerar.md 5.3)",
           c, n, q, wireDtypeName(policy.wire),
-          std::isinf(wireError(policy.wire, 4)) ? 3 : 4, who));
+          std::isinf(wireError(policy.wire, 4, n)) ? 3 : 4, who));
   }
   if (force && !(policy.tolerance > 0) && approximate)
     return makeUserError(llvm::formatv(

@@ -34,10 +34,12 @@ llvm::StringRef wireDtypeName(WireDtype w);
 std::optional<WireDtype> wireDtypeFromName(llvm::StringRef s);
 int wireDtypeBytes(WireDtype w);
 
-/// Section 5.3: worst-rank relative error under wire rounding at the best
-/// eps (upper end of the measured range); infinity when unusable.
-double wireError(WireDtype w, int q);
-/// The eps at which wireError was measured.
+/// The error contract's bound (docs/Algorithms-cerar.md 8) of a q-layer
+/// code on N = n ranks with a `w` wire at its best eps, from the table
+/// measured over N = 3, 4, 8, 16 (interpolated in log-log); infinity when
+/// unusable. The policy's screen: the lowering measures the schedule's own.
+double wireError(WireDtype w, int q, int n);
+/// About the eps at which wireError is reached.
 double wireEps(WireDtype w, int q);
 /// K_q of kappa ~ K_q eps^-(q-1) (section 3.3.5): 1, 2.00, 4.24, 8.94.
 double kappaConstant(int q);

@@ -34,6 +34,16 @@ double partRoundoff(const ir::RoundingPart &p, WireDtype w) {
   return w == WireDtype::FP32 ? 0 : unitRoundoff(w);
 }
 
+/// Whether any part of the weighted events is a store.
+bool hasStoreParts(const std::vector<ir::RoundingEvent> &events,
+                 const std::vector<std::pair<int32_t, double>> &weights) {
+  for (auto [k, wk] : weights)
+    for (const ir::RoundingPart &p : events[size_t(k)].parts)
+      if (p.store)
+        return true;
+  return false;
+}
+
 /// sqrt(lambda_max(H)) / u_w per dtype w, H = sum_k weight_k sum_i u_i^2
 /// f_ki f_ki^T (the header), over `dim` = ranks x inChunks input symbols;
 /// the trace instead of lambda_max above kMaxGramDim. Sets `formed`.
@@ -61,6 +71,9 @@ probableGains(const std::vector<ir::RoundingEvent> &events,
   Eigen::MatrixXd h32 = Eigen::MatrixXd::Zero(dim, dim);
   Eigen::MatrixXd hStore = Eigen::MatrixXd::Zero(dim, dim);
   constexpr int kBatch = 256;
+  // Forms of at most this many terms are added as sparse outer products
+  // (m^2 work) rather than dense columns (dim^2 work in the rank update).
+  constexpr size_t kSparseTerms = 48;
   Eigen::MatrixXd cols32(dim, kBatch), colsStore(dim, kBatch);
   int n32 = 0, nStore = 0;
   auto flush = [](Eigen::MatrixXd &cols, int &n, Eigen::MatrixXd &h) {
@@ -73,8 +86,18 @@ probableGains(const std::vector<ir::RoundingEvent> &events,
       Eigen::MatrixXd &cols = p.store ? colsStore : cols32;
       Eigen::MatrixXd &h = p.store ? hStore : h32;
       int &n = p.store ? nStore : n32;
-      cols.col(n).setZero();
       const double sc = std::sqrt(wk) * p.scale;
+      if (p.form.size() <= kSparseTerms) {
+        // A short form: its outer product directly (lower triangle).
+        for (const ir::Term &a : p.form)
+          for (const ir::Term &b : p.form) {
+            int i = a.rank * inChunks + a.chunk, j = b.rank * inChunks + b.chunk;
+            if (i >= j)
+              h(i, j) += sc * sc * a.coeff * b.coeff;
+          }
+        continue;
+      }
+      cols.col(n).setZero();
       for (const ir::Term &t : p.form)
         cols(t.rank * inChunks + t.chunk, n) = sc * t.coeff;
       if (++n == kBatch)
@@ -82,14 +105,23 @@ probableGains(const std::vector<ir::RoundingEvent> &events,
     }
   flush(cols32, n32, h32);
   flush(colsStore, nStore, hStore);
+  // lambda_max(u32^2 H32 + u^2 HStore) <= u32^2 lambda_max(H32) +
+  // u^2 lambda_max(HStore) (Weyl): two eigenvalue problems for three
+  // dtypes, exact for fp32 (whose stores do not round).
+  auto top = [](const Eigen::MatrixXd &h) {
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h,
+                                                      Eigen::EigenvaluesOnly);
+    return es.eigenvalues().size() ? std::max(0.0, es.eigenvalues().maxCoeff())
+                                   : 0.0;
+  };
+  const double top32 = top(h32);
+  const double topStore = hasStoreParts(events, weights) ? top(hStore) : 0.0;
   const double u32 = unitRoundoff(WireDtype::FP32);
   for (size_t d = 0; d < 3; ++d) {
-    const double u = kDtypes[d] == WireDtype::FP32 ? 0 : unitRoundoff(kDtypes[d]);
-    Eigen::MatrixXd h = u32 * u32 * h32 + u * u * hStore;
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
-        h, Eigen::EigenvaluesOnly);
-    double top = es.eigenvalues().size() ? es.eigenvalues().maxCoeff() : 0;
-    out[d] = std::sqrt(std::max(0.0, top)) / unitRoundoff(kDtypes[d]);
+    const double u =
+        kDtypes[d] == WireDtype::FP32 ? 0 : unitRoundoff(kDtypes[d]);
+    out[d] = std::sqrt(u32 * u32 * top32 + u * u * topStore) /
+             unitRoundoff(kDtypes[d]);
   }
   return out;
 }
@@ -142,11 +174,8 @@ double ErrorContract::bound(WireDtype w, bool worstCase) const {
   return m;
 }
 
-double ErrorContract::roundoffGain(bool worstCase) const {
-  double g = 0;
-  for (WireDtype w : kDtypes)
-    g = std::max(g, (bound(w, worstCase) - exactBound()) / unitRoundoff(w));
-  return g;
+double ErrorContract::roundoffGain(WireDtype w, bool worstCase) const {
+  return std::max(0.0, bound(w, worstCase) - exactBound()) / unitRoundoff(w);
 }
 
 llvm::Expected<ErrorContract> analyzeErrorContract(const ir::Schedule &s) {

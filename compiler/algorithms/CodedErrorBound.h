@@ -76,10 +76,10 @@ struct ErrorContract {
   /// max_r (e_r + Gamma_r(w)): the contract's bound in `w` (probable
   /// rounding), or the worst case.
   double bound(WireDtype w, bool worstCase = false) const;
-  /// The plan's roundoffGain (worstCase: roundoffGainWorst): the smallest g
-  /// with exactBound() + u_w g >= bound(w) for every dtype w
-  /// (runtime::valueErrorBound).
-  double roundoffGain(bool worstCase = false) const;
+  /// The plan's roundoffGain for `w` (worstCase: roundoffGainWorst):
+  /// (bound(w) - exactBound()) / u_w, so that exactBound() + u_w g =
+  /// bound(w) (runtime::valueErrorBound).
+  double roundoffGain(WireDtype w, bool worstCase = false) const;
 };
 
 /// Executes `s` (a structurally valid all-reduce) with rounding events and

@@ -64,15 +64,19 @@ llvm::Error recordCode(const cerar::Design &d, const ir::Schedule &s,
   result.coded = true;
   if (!approximate(d)) {
     result.codedError = 0; // exact: the plan is verified exactly
-    result.codedRoundoffGain = result.codedRoundoffGainWorst = 0;
+    result.codedRoundoffGain = result.codedRoundoffGainWorst = {};
     return llvm::Error::success();
   }
   auto contract = cerar::analyzeErrorContract(s);
   if (!contract)
     return contract.takeError();
   result.codedError = contract->exactBound();
-  result.codedRoundoffGain = contract->roundoffGain();
-  result.codedRoundoffGainWorst = contract->roundoffGain(/*worstCase=*/true);
+  for (size_t i = 0; i < 3; ++i) {
+    auto w = cerar::wireDtypeFromName(backends::kRoundoffDtypes[i]);
+    result.codedRoundoffGain[i] = contract->roundoffGain(*w);
+    result.codedRoundoffGainWorst[i] =
+        contract->roundoffGain(*w, /*worstCase=*/true);
+  }
   auto wire = cerar::wireDtypeFromName(req.wireDtype);
   if (req.tolerance > 0 && wire) {
     double b = contract->bound(*wire);
@@ -115,12 +119,13 @@ tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
   auto first = measure(d);
   if (!first)
     return first.takeError();
-  if (first->bound <= policy.tolerance)
+  // Under --kappa-max eps is the limit's: only the tolerance check.
+  if (policy.kappaMax > 0 && first->bound <= policy.tolerance)
     return llvm::Error::success();
   const int q = (d.components + d.ranks - 1) / d.ranks;
   Point at = *first, best = *first;
   std::optional<cerar::Design> bestCode;
-  for (int iter = 0; iter < 3 && best.bound > policy.tolerance; ++iter) {
+  for (int iter = 0; iter < 3 && policy.kappaMax <= 0; ++iter) {
     // f(eps) = A eps + B eps^-(q-1) through the last point: its minimum.
     double a = at.exact / at.eps;
     double b = (at.bound - at.exact) * std::pow(at.eps, q - 1);
@@ -128,7 +133,7 @@ tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
       break;
     double eps = std::pow((q - 1) * b / a, 1.0 / q);
     eps = std::clamp(eps, 1e-8, 0.5);
-    if (std::fabs(eps - at.eps) <= 1e-3 * at.eps)
+    if (std::fabs(eps - at.eps) <= 0.05 * at.eps)
       break;
     cerar::DesignRequest dr;
     dr.ranks = d.ranks;
@@ -144,10 +149,10 @@ tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
     if (!p)
       return p.takeError();
     at = *p;
-    if (at.bound < best.bound) {
-      best = at;
-      bestCode = std::move(*code);
-    }
+    if (at.bound >= best.bound)
+      break;
+    best = at;
+    bestCode = std::move(*code);
   }
   if (best.bound > policy.tolerance)
     return makeUserError(llvm::formatv(
@@ -158,12 +163,14 @@ tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
         who, d.components, d.ranks, q, sciText(policy.tolerance),
         cerar::wireDtypeName(policy.wire), sciText(best.bound),
         sciText(best.eps), sciText(best.exact), (q - 1) * d.ranks));
+  if (!bestCode)
+    return llvm::Error::success();
   explain = llvm::formatv(
-      "{0}: eps {1} gives an error bound of {2} in {3}, above the tolerance "
-      "{4}; eps {5} gives {6} ({7} in exact arithmetic)",
+      "{0}: eps moved from {1} (error contract {2} in {3}) to its minimum "
+      "{4} ({5}; {6} in exact arithmetic; tolerance {7})",
       who, sciText(first->eps), sciText(first->bound),
-      cerar::wireDtypeName(policy.wire), sciText(policy.tolerance),
-      sciText(best.eps), sciText(best.bound), sciText(best.exact));
+      cerar::wireDtypeName(policy.wire), sciText(best.eps),
+      sciText(best.bound), sciText(best.exact), sciText(policy.tolerance));
   d = std::move(*bestCode);
   dec.eps = d.eps;
   dec.kappa = d.maxCondition;
@@ -236,7 +243,7 @@ public:
           "cerar", tuned);
       const int q = (d.components + d.ranks - 1) / d.ranks;
       if (err && req.components == 0 && q > 2) {
-        stepDown.push_back("cerar: " + llvm::toString(std::move(err)) +
+        stepDown.push_back(errorMessages(std::move(err), "; ") +
                            "; the policy again with q <= " +
                            std::to_string(q - 1));
         maxQ = q - 1;

@@ -36,10 +36,10 @@ llvm::Error recordCode(const cerar::Design &d, const ir::Schedule &s,
                        llvm::StringRef who);
 
 /// For an approximate perturbed or Vandermonde code `d` and a tolerance:
-/// when the contract's bound of `lower(d)` in the wire dtype exceeds the
-/// tolerance, moves eps to the minimum of e(eps) + Gamma(eps) (e grows
-/// like eps, the rounding like eps^-(q-1)) and rebuilds `d`, at most three
-/// times. Sets `dec`'s eps, kappa and designError to the code's and
+/// moves eps to the minimum of the contract's bound e(eps) + Gamma(eps) of
+/// `lower(d)` in the wire dtype (e grows like eps, the rounding like
+/// eps^-(q-1); eps does not change the schedule's time) and rebuilds `d`,
+/// at most three times; under --kappa-max only checks the bound. Sets `dec`'s eps, kappa and designError to the code's and
 /// `explain` to what it did. A user error (prefixed `who`) when no eps
 /// meets the tolerance.
 llvm::Error

@@ -111,7 +111,7 @@ public:
           "hier-cerar", tuned);
       const int q = (d.components + d.ranks - 1) / d.ranks;
       if (err && req.components == 0 && q > 2) {
-        stepDown.push_back("hier-cerar: " + llvm::toString(std::move(err)) +
+        stepDown.push_back(errorMessages(std::move(err), "; ") +
                            "; the rail policy again with q <= " +
                            std::to_string(q - 1));
         maxQ = q - 1;
@@ -166,7 +166,7 @@ public:
         llvm::formatv("{0} nodes x {1} GPUs, intra-node order {2}; exact "
                       "intra-node reduce-scatter and all-gather, CERAR c = "
                       "{3} on each rail ({4} construction, {5} rounds, seams "
-                      "staggered by rail), worst error operator norm {6:e}",
+                      "staggered by rail), the rail code's error operator norm {6:e}",
                       l.nodes, l.gpusPerNode, llvm::join(order, ","),
                       d.components, cerar::constructionName(d.construction),
                       d.rounds, d.worstError)

@@ -82,7 +82,7 @@ def test_written_files_load_back(tmp_path):
 
 def test_cerar_plan_stays_within_its_bound():
     t = topology("a100-pcie-8gpu")
-    c = topocc.compile(t, "allreduce", algorithm="cerar", tolerance=1e-2, size="64M",
+    c = topocc.compile(t, "allreduce", algorithm="cerar", tolerance=2e-2, size="64M",
                        target="plan")
     assert c.coded and c.error_bound > 0
     with pytest.raises(topocc.Error, match="no MSCCL XML form"):
@@ -90,13 +90,16 @@ def test_cerar_plan_stays_within_its_bound():
     plan = c.plan()
     rng = np.random.default_rng(1)
     inputs = [rng.standard_normal(4096).astype(np.float32) for _ in range(8)]
-    exact = np.sum(inputs, axis=0)
+    exact = np.sum([x.astype(np.float64) for x in inputs], axis=0)
+    norm = np.sqrt(sum(np.sum(x.astype(np.float64) ** 2) for x in inputs))
     for out in plan.run_local(inputs):
-        rel = np.max(np.abs(out - exact)) / np.max(np.abs(exact))
-        # The runtime's promise (as the MPI tests check it): the code's
-        # bound plus fp32 rounding amplified by the code.
+        # The error contract (docs/Algorithms-cerar.md 8, as the MPI tests
+        # check it): normwise, relative to the norm of all inputs.
+        rel = np.linalg.norm(out.astype(np.float64) - exact) / norm
         assert rel <= plan.value_error_bound("fp32")
     assert plan.value_error_bound("fp32") >= plan.error_bound
+    assert plan.value_error_bound("fp32", True) >= plan.value_error_bound("fp32")
+    assert plan.value_error_bound("fp32") <= 2e-2  # the tolerance
     assert topocc.compile(t, "allreduce", algorithm="ring").plan().value_error_bound() == 0
 
 

@@ -353,7 +353,7 @@ llvm::Error runCerarPlan(const CerarPlanOptions &opts) {
     os << "times: the policy's alpha-beta model (`topocc whatif "
           "--algorithms ring,cerar` simulates)\n";
     os << "size        ring ms      choice  c    CERAR ms     ratio   eps"
-          "        kappa      e (bound)  wire error\n";
+          "        kappa      e (bound)  contract\n";
     for (const Row &r : rows) {
       os << llvm::formatv("{0,-10}  {1,11}  ", sizeText(r.bytes),
                           llvm::formatv("{0:F3}", r.d.ringTime * 1e3).str());

@@ -905,8 +905,14 @@ llvm::Error runCompile(const CompileOptions &given) {
     o["notes"] = std::move(noteList);
     if (meta.errorBound > 0) {
       o["codedErrorBound"] = meta.errorBound;
-      o["roundoffGain"] = meta.roundoffGain;
-      o["roundoffGainWorst"] = meta.roundoffGainWorst;
+      for (auto [key, gains] :
+           {std::pair{"roundoffGain", &meta.roundoffGain},
+            std::pair{"roundoffGainWorst", &meta.roundoffGainWorst}}) {
+        llvm::json::Object g;
+        for (size_t d = 0; d < gains->size(); ++d)
+          g[backends::kRoundoffDtypes[d]] = (*gains)[d];
+        o[key] = std::move(g);
+      }
     }
     llvm::outs() << jsonText(std::move(o));
     return llvm::Error::success();

@@ -255,7 +255,7 @@ TEST(ComputeModelTest, RankingsAtOneGiB) {
       if (llvm::StringRef(c.file) != file)
         continue;
       // The tolerance is CERAR's option (the exact algorithms refuse it).
-      const double tolerance = llvm::StringRef(c.alg) == "cerar" ? 1e-3 : 0;
+      const double tolerance = llvm::StringRef(c.alg) == "cerar" ? 2e-2 : 0;
       auto s = compiled(t, ir::Collective::AllReduce, c.alg, c.chunks, S,
                         tolerance, 0, c.treesPerRoot);
       ASSERT_TRUE(bool(s)) << file << " " << c.alg << ": "

@@ -83,7 +83,7 @@ TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
       << tight;
 
   // The rounding gain is the encoders' condition number times the rounds.
-  EXPECT_GT(plan->codedRoundoffGain, 1.0);
+  EXPECT_GT(plan->codedRoundoffGain[0], 1.0); // fp32
 
   // The plan file carries the bound and the gain; loading re-checks it.
   backends::PlanMeta meta;
@@ -95,18 +95,30 @@ TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
   auto loaded = backends::parsePlanJson(*json, "cerar.json");
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
   EXPECT_DOUBLE_EQ(loaded->meta.errorBound, plan->codedError);
-  EXPECT_DOUBLE_EQ(loaded->meta.roundoffGain, plan->codedRoundoffGain);
-  EXPECT_DOUBLE_EQ(loaded->meta.roundoffGainWorst,
-                   plan->codedRoundoffGainWorst);
+  for (size_t d = 0; d < 3; ++d) {
+    EXPECT_DOUBLE_EQ(loaded->meta.roundoffGain[d], plan->codedRoundoffGain[d]);
+    EXPECT_DOUBLE_EQ(loaded->meta.roundoffGainWorst[d],
+                     plan->codedRoundoffGainWorst[d]);
+    EXPECT_GT(plan->codedRoundoffGain[d], 0);
+    EXPECT_LE(plan->codedRoundoffGain[d], plan->codedRoundoffGainWorst[d]);
+  }
+  std::string text = llvm::StringRef(*json).str();
   std::string negative = errorMessage(
       backends::parsePlanJson(
-          llvm::StringRef(*json).str().replace(json->find("\"roundoffGain\": "),
-                                               16, "\"roundoffGain\": -"),
+          std::string(text).replace(text.find("\"roundoffGain\": {\"fp32\": "),
+                                    26, "\"roundoffGain\": {\"fp32\": -"),
           "cerar.json")
           .takeError());
-  EXPECT_NE(negative.find("$.roundoffGain: expected a non-negative number"),
+  EXPECT_NE(negative.find("$.roundoffGain.fp32: expected a non-negative number"),
             std::string::npos)
       << negative;
+  // One number (an older plan) applies to every dtype.
+  size_t at = text.find("\"roundoffGain\": {");
+  std::string scalar = text.substr(0, at) + "\"roundoffGain\": 5," +
+                       text.substr(text.find("},", at) + 2);
+  auto one = backends::parsePlanJson(scalar, "cerar.json");
+  ASSERT_TRUE(bool(one)) << llvm::toString(one.takeError());
+  EXPECT_EQ(one->meta.roundoffGain, (std::array<double, 3>{5, 5, 5}));
   // An exact plan file (no bound) with the same ops is rejected.
   backends::PlanMeta exactMeta = meta;
   exactMeta.errorBound = 0;

@@ -386,7 +386,7 @@ TEST(HierCerarPolicy, ForcedDesignFollowsTheRail) {
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
   cerar::HierCerarRequest req;
   req.bytes = 1024.0 * 1024 * 1024;
-  req.policy.tolerance = 1e-3;
+  req.policy.tolerance = 1e-2; // q = 2 on 4 rails (contract 6.03e-3)
   req.force = true;
   for (int r = 0; r < t->numRanks(); ++r) {
     if (r % 8 == 0)

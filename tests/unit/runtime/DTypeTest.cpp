@@ -71,9 +71,12 @@ TEST(DType, UnitRoundoffAndTheCodedBound) {
   topocc::backends::PlanMeta m;
   EXPECT_EQ(valueErrorBound(m, DType::F32), 0.0); // exact plan
   m.errorBound = 1e-3;
-  m.roundoffGain = 1e4;
+  m.roundoffGain = {1e4, 3e2, 2e1};
+  m.roundoffGainWorst = {2e4, 6e2, 4e1};
   EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::F32), 1e-3 + 1e4 * 0x1p-24);
-  EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::BF16), 1e-3 + 1e4 * 0x1p-8);
+  EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::F16), 1e-3 + 3e2 * 0x1p-11);
+  EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::BF16), 1e-3 + 2e1 * 0x1p-8);
+  EXPECT_DOUBLE_EQ(valueErrorBound(m, DType::BF16, true), 1e-3 + 4e1 * 0x1p-8);
 }
 
 TEST(DType, Names) {

@@ -14,6 +14,8 @@
 
 #include "gtest/gtest.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,10 +46,12 @@ inline float inputValue(int r, size_t i) {
 
 /// Runs `plan` on every rank of a fresh fabric and returns each rank's error
 /// text ("" for success); `outputs[r]` gets rank r's output elements.
+/// Rank r's input element i is `input(r, i)` (stored in `t`).
 inline std::vector<std::string>
 runAll(const Plan &plan, size_t count, DType t,
        std::vector<std::vector<float>> &outputs, uint64_t delaySeed = 0,
-       RunOptions opts = {}) {
+       RunOptions opts = {},
+       llvm::function_ref<float(int, size_t)> input = inputValue) {
   const ir::Schedule &s = plan.schedule();
   int n = s.numRanks;
   auto layout = layoutFor(s, count);
@@ -78,7 +82,7 @@ runAll(const Plan &plan, size_t count, DType t,
         }
       }
       for (size_t i = 0; i < inElems; ++i)
-        storeElement(send, i, t, inputValue(r, i));
+        storeElement(send, i, t, input(r, i));
       LocalTransport tr(fabric, r);
       if (auto err = plan.run(send, recv, count, t, tr, opts)) {
         errors[r] = llvm::toString(std::move(err));
