@@ -74,7 +74,7 @@ struct PolicyDecision {
   int q = 0;
   double eps = 0;
   double kappa = 0;         ///< K_q eps^-(q-1)
-  double expectedError = 0; ///< wire-rounded estimate (section 5.3)
+  double expectedError = 0; ///< the error contract of the wire (section 8)
   double designError = 0;   ///< operator norm e = eps ||Psi|| sqrt(N-1)
   double ringTime = 0, cerarTime = 0; ///< predicted, s (cerarTime 0 if none)
   double unconstrainedC = 0;          ///< c* = sqrt((N-2) w S / (alpha B))

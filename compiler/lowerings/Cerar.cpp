@@ -163,8 +163,15 @@ tuneForContract(cerar::Design &d, cerar::PolicyDecision &dec,
         who, d.components, d.ranks, q, sciText(policy.tolerance),
         cerar::wireDtypeName(policy.wire), sciText(best.bound),
         sciText(best.eps), sciText(best.exact), (q - 1) * d.ranks));
-  if (!bestCode)
+  if (!bestCode) {
+    explain = llvm::formatv(
+        "{0}: eps kept at {1} (error contract {2} in {3}; {4} in exact "
+        "arithmetic; tolerance {5})",
+        who, sciText(first->eps), sciText(first->bound),
+        cerar::wireDtypeName(policy.wire), sciText(first->exact),
+        sciText(policy.tolerance));
     return llvm::Error::success();
+  }
   explain = llvm::formatv(
       "{0}: eps moved from {1} (error contract {2} in {3}) to its minimum "
       "{4} ({5}; {6} in exact arithmetic; tolerance {7})",
