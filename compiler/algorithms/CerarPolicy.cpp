@@ -55,7 +55,7 @@ int wireDtypeBytes(WireDtype w) { return w == WireDtype::FP32 ? 4 : 2; }
 namespace {
 /// The error contract's bound (compiler/algorithms/CodedErrorBound.h) at
 /// its best eps for N = kContractRanks[i] ranks and c = qN, fp32 wire
-/// (measured by bench/cerar-contract.py; docs/benchmarks/cerar.md).
+/// (measured by scripts/bench-cerar-contract; docs/benchmarks/cerar.md).
 constexpr int kContractRanks[] = {3, 4, 8, 16};
 constexpr double kContractFp32[3][4] = {{4.47e-3, 6.03e-3, 1.07e-2, 1.85e-2},
                                         {4.9e-2, 6.25e-2, 0.106, 0.291},

@@ -71,7 +71,7 @@ llvm::Error recordCode(const cerar::Design &d, const ir::Schedule &s,
   if (!contract)
     return contract.takeError();
   result.codedError = contract->exactBound();
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < std::size(backends::kRoundoffDtypes); ++i) {
     auto w = cerar::wireDtypeFromName(backends::kRoundoffDtypes[i]);
     result.codedRoundoffGain[i] = contract->roundoffGain(*w);
     result.codedRoundoffGainWorst[i] =
