@@ -131,6 +131,8 @@ struct CompileResult {
   /// how the runtime's rounding adds to it (probable and worst case).
   bool coded = false;
   double codedError = 0;
+  /// The written code's eps (after the error-contract tuning; 0 when exact).
+  double codedEps = 0;
   std::array<double, 3> codedRoundoffGain{}; ///< backends::PlanMeta's order
   std::array<double, 3> codedRoundoffGainWorst{};
   /// `m` with this result's errorBound and roundoff gains.

@@ -46,6 +46,16 @@ codedPolicyOptions(const CompileRequest &req, llvm::StringRef alg) {
   return p;
 }
 
+std::string forcedLine(llvm::StringRef prefix, int32_t components,
+                       llvm::StringRef reason) {
+  if (components <= 0)
+    return (prefix + reason).str();
+  return llvm::formatv("{0}c = {1} forced by --components; the policy alone "
+                       "would say: {2}",
+                       prefix, components, reason)
+      .str();
+}
+
 std::string msText(double seconds) {
   return llvm::formatv("{0:F3} ms", seconds * 1e3).str();
 }
@@ -62,6 +72,7 @@ llvm::Error recordCode(const cerar::Design &d, const ir::Schedule &s,
                        const CompileRequest &req, CompileResult &result,
                        llvm::StringRef who) {
   result.coded = true;
+  result.codedEps = approximate(d) ? d.eps : 0;
   if (!approximate(d)) {
     result.codedError = 0; // exact: the plan is verified exactly
     result.codedRoundoffGain = result.codedRoundoffGainWorst = {};
@@ -301,7 +312,8 @@ public:
                       llvm::join(order, ","), d.worstError)
             .str();
     out.explain.insert(out.explain.end(), stepDown.begin(), stepDown.end());
-    out.explain.push_back("cerar: " + choice.decision.reason);
+    out.explain.push_back(forcedLine("cerar: ", req.components,
+                                     choice.decision.reason));
     return out;
   }
 

@@ -26,6 +26,11 @@ codedPolicyOptions(const CompileRequest &req, llvm::StringRef alg);
 /// "4.142 ms".
 std::string msText(double seconds);
 
+/// The --explain line of the policy's `reason`: as is, or with a forced
+/// `components` (> 0) saying that --components overrides it.
+std::string forcedLine(llvm::StringRef prefix, int32_t components,
+                       llvm::StringRef reason);
+
 /// `result` carries the coded schedule `s` of design `d`: for an
 /// approximate code its error contract (cerar::analyzeErrorContract,
 /// docs/Algorithms-cerar.md 8): codedError = max_r e_r and

@@ -187,8 +187,8 @@ public:
                               "node)"))
             .str());
     out.explain.insert(out.explain.end(), stepDown.begin(), stepDown.end());
-    out.explain.push_back("hier-cerar: rail policy: " +
-                          choice.decision.reason);
+    out.explain.push_back(forcedLine("hier-cerar: rail policy: ",
+                                     req.components, choice.decision.reason));
     std::string flat =
         choice.flatCerar > 0
             ? llvm::formatv("{0} (c = {1})", msText(choice.flatCerar),

@@ -17,6 +17,7 @@
 
 #include "tools/topocc/Driver.h"
 
+#include "compiler/CerarPlan.h"
 #include "compiler/algorithms/Cerar.h"
 #include "compiler/algorithms/CerarPolicy.h"
 #include "compiler/analysis/CostModel.h"
@@ -269,74 +270,70 @@ llvm::Error runCerarPlan(const CerarPlanOptions &opts) {
   auto t = loadTopology(opts.file, opts.scenario);
   if (!t)
     return t.takeError();
-  auto rc = cerar::ringFor(*t, sizes->back(), *ringOrder);
-  if (!rc)
-    return rc.takeError();
-  cerar::PolicyOptions po;
-  po.tolerance = opts.tolerance;
-  po.wire = *wire;
-  po.baseBytes = cerar::wireDtypeBytes(*base);
-  po.kappaMax = opts.kappaMax;
-  const cerar::RingLink &l = rc->link;
-
-  struct Row {
-    double bytes;
-    cerar::PolicyDecision d;
-    double error = 0, kappa = 0;
-  };
-  std::vector<Row> rows;
-  for (double s : *sizes) {
-    Row r{s, cerar::chooseCerar(l, s, po)};
-    if (r.d.useCerar) {
-      cerar::DesignRequest dr;
-      dr.ranks = l.ranks;
-      dr.components = r.d.components;
-      dr.construction = cerar::Construction::Perturbed;
-      dr.eps = r.d.eps;
-      auto d = cerar::makeDesign(dr);
-      if (!d)
-        return d.takeError();
-      r.error = d->worstError;
-      r.kappa = d->maxCondition;
-    }
-    rows.push_back(std::move(r));
-  }
+  CerarPlanRequest req;
+  req.sizes = *sizes;
+  req.policy.tolerance = opts.tolerance;
+  req.policy.wire = *wire;
+  req.policy.baseBytes = cerar::wireDtypeBytes(*base);
+  req.policy.kappaMax = opts.kappaMax;
+  req.ringOrder = *ringOrder;
+  auto rep = cerarPlan(*t, req);
+  if (!rep)
+    return rep.takeError();
+  const cerar::RingLink &l = rep->link;
+  const double ceiling =
+      rep->rows.empty() ? 0.0 : rep->rows.front().policy.bandwidthCeiling;
+  auto ms = [](double s) { return llvm::formatv("{0:F3}", s * 1e3).str(); };
 
   std::string out;
   llvm::raw_string_ostream os(out);
   if (opts.format == "json") {
     llvm::json::Array arr, order;
-    for (int r : rc->order)
+    for (int r : rep->order)
       order.push_back(r);
-    for (const Row &r : rows) {
+    for (const CerarPlanRow &r : rep->rows) {
       llvm::json::Object o{{"bytes", r.bytes},
-                           {"ring_time_s", r.d.ringTime},
-                           {"choice", r.d.useCerar ? "cerar" : "ring"},
-                           {"reason", r.d.reason}};
-      if (r.d.useCerar) {
-        o["components"] = r.d.components;
-        o["q"] = r.d.q;
-        o["eps"] = r.d.eps;
-        o["cerar_time_s"] = r.d.cerarTime;
-        o["design_error"] = r.error;
-        o["kappa"] = r.kappa;
-        o["expected_wire_error"] = r.d.expectedError;
-        o["min_bytes"] = r.d.minBytes;
+                           {"ring_time_s", r.ringTime},
+                           {"policy_ring_time_s", r.policy.ringTime},
+                           {"choice", r.policy.useCerar ? "cerar" : "ring"},
+                           {"reason", r.policy.reason}};
+      if (r.policy.useCerar) {
+        o["policy_components"] = r.policy.components;
+        o["q"] = r.policy.q;
+        o["policy_eps"] = r.policy.eps;
+        o["policy_cerar_time_s"] = r.policy.cerarTime;
+        o["policy_contract"] = r.policy.expectedError;
+        o["min_bytes"] = r.policy.minBytes;
+      }
+      if (r.components > 0) {
+        o["components"] = r.components;
+        o["forced"] = r.forced;
+        o["cerar_time_s"] = r.cerarTime;
+        o["eps"] = r.eps;
+        o["contract"] = r.contract;
+      } else if (!r.why.empty()) {
+        o["why"] = r.why;
       }
       arr.push_back(std::move(o));
     }
+    llvm::json::Object cross{{"components", rep->components},
+                             {"bytes", rep->crossoverBytes},
+                             {"bandwidth_factor", rep->bandwidthFactor},
+                             {"bandwidth_bytes_per_s",
+                              rep->crossoverBandwidth}};
     llvm::json::Object root{
-        {"format", "topocc-cerar-plan/v1"},
+        {"format", "topocc-cerar-plan/v2"},
+        {"model", "runtime"},
         {"topology", t->name()},
         {"ranks", l.ranks},
         {"ring", std::move(order)},
         {"alpha_s", l.alpha},
         {"bandwidth_bytes_per_s", l.bandwidth},
-        {"bandwidth_ceiling_bytes_per_s",
-         rows.empty() ? 0.0 : rows.front().d.bandwidthCeiling},
+        {"bandwidth_ceiling_bytes_per_s", ceiling},
         {"tolerance", opts.tolerance},
         {"wire_dtype", opts.wire},
         {"base_dtype", opts.base},
+        {"crossover", std::move(cross)},
         {"sizes", std::move(arr)}};
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
   } else {
@@ -345,26 +342,65 @@ llvm::Error runCerarPlan(const CerarPlanOptions &opts) {
         "(ceiling {4} GB/s); tolerance {5}, {6} wire, {7} baseline\n",
         t->name(), l.ranks, llvm::formatv("{0:F2}", l.alpha * 1e6).str(),
         llvm::formatv("{0:F2}", l.bandwidth / 1e9).str(),
-        llvm::formatv("{0:F1}", rows.empty()
-                                    ? 0.0
-                                    : rows.front().d.bandwidthCeiling / 1e9)
-            .str(),
-        num(opts.tolerance), opts.wire, opts.base);
-    os << "times: the policy's alpha-beta model (`topocc whatif "
-          "--algorithms ring,cerar` simulates)\n";
-    os << "size        ring ms      choice  c    CERAR ms     ratio   eps"
-          "        kappa      e (bound)  contract\n";
-    for (const Row &r : rows) {
-      os << llvm::formatv("{0,-10}  {1,11}  ", sizeText(r.bytes),
-                          llvm::formatv("{0:F3}", r.d.ringTime * 1e3).str());
-      if (r.d.useCerar)
+        llvm::formatv("{0:F1}", ceiling / 1e9).str(), num(opts.tolerance),
+        opts.wire, opts.base);
+    os << "times: simulated in the runtime model (what `compile --algorithm "
+          "ring --channels auto` and `compile --algorithm cerar` write at "
+          "each size; c* forced with --components where the policy keeps "
+          "the ring); policy: the policy's alpha-beta model\n";
+    os << "size        ring ms      choice  c    CERAR ms     ratio   policy"
+          "   eps        contract\n";
+    for (const CerarPlanRow &r : rep->rows) {
+      os << llvm::formatv("{0,-10}  {1,11}  {2,-6}  ", sizeText(r.bytes),
+                          ms(r.ringTime),
+                          r.policy.useCerar ? "cerar" : "ring");
+      if (r.components > 0) {
+        std::string c = std::to_string(r.components) + (r.forced ? "*" : "");
+        std::string policy =
+            r.policy.useCerar
+                ? llvm::formatv("{0:F3}", r.policy.cerarTime /
+                                              r.policy.ringTime)
+                      .str()
+                : "-";
+        os << llvm::formatv("{0,-3}  {1,11}  {2}  {3,-6}  {4}  {5}", c,
+                            ms(r.cerarTime),
+                            llvm::formatv("{0:F3}", r.cerarTime / r.ringTime)
+                                .str(),
+                            policy, r.eps > 0 ? num(r.eps) : "exact    ",
+                            r.contract > 0 ? num(r.contract) : "0");
+        if (!r.policy.useCerar)
+          os << "  (policy: " << r.policy.reason << ")";
+        os << '\n';
+      } else {
+        os << "-    (" << r.why << ")\n";
+      }
+    }
+    if (rep->components > 0) {
+      std::string code = "CERAR c = " + std::to_string(rep->components);
+      if (rep->crossoverBytes > 0)
         os << llvm::formatv(
-            "cerar   {0,-3}  {1,11}  {2}  {3}  {4}  {5}  {6}\n", r.d.components,
-            llvm::formatv("{0:F3}", r.d.cerarTime * 1e3).str(),
-            llvm::formatv("{0:F3}", r.d.cerarTime / r.d.ringTime).str(),
-            num(r.d.eps), num(r.kappa), num(r.error), num(r.d.expectedError));
+            "crossover: {0} is faster than the ring from {1}{2} (runtime "
+            "model)\n",
+            code, sizeText(std::round(rep->crossoverBytes)),
+            rep->crossoverBytes == rep->rows.front().bytes
+                ? " (the smallest size here; run lower --sizes)"
+                : "");
       else
-        os << "ring    -    (" << r.d.reason << ")\n";
+        os << "crossover: " << code
+           << " is not faster than the ring at any size here (runtime "
+              "model)\n";
+      if (rep->bandwidthFactor > 0)
+        os << llvm::formatv(
+            "bandwidth: at {0} {1} is faster than the ring while every "
+            "link's bandwidth is below {2}x today's (ring bottleneck {3} "
+            "GB/s; runtime model)\n",
+            sizeText(rep->rows.back().bytes), code,
+            llvm::formatv("{0:F2}", rep->bandwidthFactor).str(),
+            llvm::formatv("{0:F1}", rep->crossoverBandwidth / 1e9).str());
+      else
+        os << llvm::formatv("bandwidth: at {0} {1}: no crossover between "
+                            "1/64x and 64x today's link bandwidths\n",
+                            sizeText(rep->rows.back().bytes), code);
     }
   }
   os.flush();
