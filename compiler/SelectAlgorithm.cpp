@@ -120,6 +120,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       sub = *candidate->fallback;
       result = compile(*t, sub, quiet);
     }
+    double algoBest = std::numeric_limits<double>::infinity();
     if (!result) {
       if (candidate->mustCompile)
         return result.takeError();
@@ -127,22 +128,23 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       if (!line)
         return line.takeError();
       lines.push_back(std::move(*line));
-      continue;
-    }
-    std::string skip = notServed(req, result->schedule);
-    auto cost = price(*t, req, m, result->schedule);
-    if (!cost)
-      return cost.takeError();
-    double algoBest = cost->time;
-    lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2}){3}",
-                                  algorithmName(a), cost->time * 1e6, cost->by,
-                                  skip.empty() ? "" : "; " + skip)
-                        .str());
-    if (skip.empty() && faster(cost->time, bestTime)) {
-      bestTime = cost->time;
-      best = std::move(*result);
-      bestRequest = std::move(sub);
-      bestFlags.clear();
+      // Its variants may still apply (fewer chunks, other channel counts).
+    } else {
+      std::string skip = notServed(req, result->schedule);
+      auto cost = price(*t, req, m, result->schedule);
+      if (!cost)
+        return cost.takeError();
+      algoBest = cost->time;
+      lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2}){3}",
+                                    algorithmName(a), cost->time * 1e6,
+                                    cost->by, skip.empty() ? "" : "; " + skip)
+                          .str());
+      if (skip.empty() && faster(cost->time, bestTime)) {
+        bestTime = cost->time;
+        best = std::move(*result);
+        bestRequest = std::move(sub);
+        bestFlags.clear();
+      }
     }
     for (auto &[flags, variant] : candidate->variants) {
       auto v = compile(*t, variant, quiet);
@@ -171,7 +173,8 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
         bestFlags = flags;
       }
     }
-    ctx.priced[a] = algoBest;
+    if (algoBest < std::numeric_limits<double>::infinity())
+      ctx.priced[a] = algoBest;
   }
   if (!best)
     return makeUserError("--algorithm auto: no algorithm applies:\n" +

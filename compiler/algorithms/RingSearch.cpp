@@ -1,18 +1,24 @@
 //===- compiler/algorithms/RingSearch.cpp - Bandwidth-aware ring orders ---===//
 //
 // A group search orders a set of ranks (all ranks, or one node's GPUs between
-// a fixed entry and exit GPU) under the cost model's ring objective
+// a fixed entry and exit GPU) under the ring objective
 //   time = steps * msg * max_res(load_res / cap_res) + latency,
 // exactly (branch and bound: loads only grow along a partial ring, so the
 // partial bottleneck plus the partial latency sum is a lower bound) or
-// heuristically (greedy widest neighbour, then 2-opt and Or-opt moves).
-// Further rings are chosen greedily on the residual capacities and shares
-// are set so that all rings finish together.
+// heuristically (greedy widest neighbour, then 2-opt and Or-opt moves). A
+// hop's latency here is its route's store-and-forward fill
+// (analysis::pipelinedLatency: more hops cost more), which keeps orders on
+// direct links where the bottleneck lies elsewhere. Further rings are chosen
+// greedily on the residual capacities and shares are set so that all rings
+// finish together; single-node sets also come from the ring packing LP
+// (RingPacking.h), and the candidate sets, their shares quantised, are
+// compared by the cost model's time (estimateRings).
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/algorithms/RingSearch.h"
 
+#include "compiler/algorithms/RingPacking.h"
 #include "compiler/analysis/NetRoutes.h"
 #include "ir/Target.h"
 
@@ -40,6 +46,10 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kRel = 1e-12; ///< strict improvement threshold
 constexpr double kSpread = 1e-3; ///< weight of the load-spreading tie-break
+/// Channels of an NCCL graph file's ring set with auto channels: NCCL's
+/// search finds at most MAXCHANNELS / 2 rings (src/graph/search.cc) and
+/// duplicates them.
+constexpr int kNcclGraphChannels = 16;
 
 /// Concatenates device-to-device flows (the fractions add up per resource).
 PathFlow concat(llvm::ArrayRef<PathFlow> parts) {
@@ -75,8 +85,8 @@ public:
     for (int a = 0; a < k; ++a)
       for (int b = 0; b < k; ++b)
         if (a != b && flow[a * k + b]->found)
-          lat[a * k + b] = analysis::messageLatency(msg, *flow[a * k + b]);
-    closingLat = closing ? analysis::messageLatency(msg, *closing) : 0;
+          lat[a * k + b] = analysis::pipelinedLatency(msg, *flow[a * k + b]);
+    closingLat = closing ? analysis::pipelinedLatency(msg, *closing) : 0;
     load.assign(cap.size(), 0);
     scratch.assign(cap.size(), 0);
   }
@@ -433,24 +443,6 @@ struct Searcher {
                            : 1.0 / rings.size();
   }
 
-  /// Repeats rings (splitting their shares) until there are `want`.
-  static void padTo(std::vector<RingChannel> &rings, int want) {
-    size_t have = rings.size();
-    if (have == 0)
-      return;
-    std::vector<int> copies(have, 1);
-    for (int i = static_cast<int>(have); i < want; ++i)
-      ++copies[i % have];
-    std::vector<RingChannel> out;
-    for (int c = 0; c < want; ++c) {
-      size_t src = c % have;
-      RingChannel rc = rings[src];
-      rc.share = rings[src].share / copies[src];
-      out.push_back(rc);
-    }
-    rings = std::move(out);
-  }
-
   llvm::Expected<double> timeOf(const std::vector<RingChannel> &rings) {
     auto rep = analysis::estimateRings(rings, opts.collective, opts.bytes, m);
     if (!rep)
@@ -780,6 +772,55 @@ struct Searcher {
 
 } // namespace
 
+void padRings(std::vector<RingChannel> &rings, int want) {
+  size_t have = rings.size();
+  if (have == 0 || static_cast<int>(have) >= want)
+    return;
+  bool units = true;
+  int totalUnits = 0;
+  for (const RingChannel &rc : rings) {
+    units = units && rc.units > 0;
+    totalUnits += rc.units;
+  }
+  if (units && totalUnits >= want) {
+    // Quantised rings: each extra channel goes to the ring with the most
+    // units per channel, and a ring's units split as evenly as integers
+    // allow (shares stay exact; the longest channel, which sets how many
+    // segments split-channels cuts every channel into, gets shorter).
+    std::vector<int> copies(have, 1);
+    for (int c = static_cast<int>(have); c < want; ++c) {
+      size_t pick = 0;
+      for (size_t i = 1; i < have; ++i)
+        if (rings[i].units * copies[pick] > rings[pick].units * copies[i])
+          pick = i;
+      ++copies[pick];
+    }
+    std::vector<RingChannel> out;
+    for (size_t i = 0; i < have; ++i)
+      for (int j = 0; j < copies[i]; ++j) {
+        RingChannel rc = rings[i];
+        rc.units = rings[i].units / copies[i] +
+                   (j < rings[i].units % copies[i] ? 1 : 0);
+        rc.share = rings[i].share * rc.units / rings[i].units;
+        out.push_back(std::move(rc));
+      }
+    rings = std::move(out);
+    return;
+  }
+  std::vector<int> copies(have, 1);
+  for (int i = static_cast<int>(have); i < want; ++i)
+    ++copies[i % have];
+  std::vector<RingChannel> out;
+  for (int c = 0; c < want; ++c) {
+    size_t src = c % have;
+    RingChannel rc = rings[src];
+    rc.share = rings[src].share / copies[src];
+    rc.units = 0; // the lowering's chunksForShares splits the shares
+    out.push_back(rc);
+  }
+  rings = std::move(out);
+}
+
 RingChannel rankOrderRing(const topo::Topology &t) {
   RingChannel rc;
   rc.order.resize(t.numRanks());
@@ -851,14 +892,60 @@ llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
     if (want == 1) {
       rings = {first};
     } else {
+      // Two kinds of ring sets: the greedy one (each ring on what the
+      // earlier ones left) with its prefixes, and the LP's optimal set
+      // (RingPacking.h); the cost model keeps the fastest.
       std::vector<RingChannel> packed = s.packFlat(first, want);
+      std::vector<int> all(n);
+      std::iota(all.begin(), all.end(), 0);
+      RingPackingOptions po;
+      po.maxRings = want;
+      po.maxUnits = std::max(1, opts.maxUnits);
+      if (opts.sameLocalOrder && opts.channels == 0)
+        po.maxUnits = std::min(po.maxUnits, kNcclGraphChannels);
+      RingPacking lp = packRings(m, all, po);
+      s.evaluated += lp.evaluated;
+      res.lpRate = lp.lpRate;
+      res.lpUpperBound = lp.upperBound;
+      res.lpUnitsRate = lp.rate;
+      res.lpUnits = lp.units;
+      res.lpOptimal = lp.optimal;
+      // Every candidate set is padded to --channels and its shares are
+      // quantised to a power-of-two total of units (quantiseRingShares),
+      // so that the sets are compared as the lowering realises them.
+      double bestT = kInf;
+      llvm::Error err = llvm::Error::success();
+      auto consider = [&](std::vector<RingChannel> set, const char *how) {
+        if (set.empty() || err)
+          return;
+        if (opts.channels > 0)
+          padRings(set, opts.channels);
+        if (set.front().units == 0)
+          quantiseRingShares(m, set, po);
+        // NCCL splits the data evenly over a graph file's channels: a ring
+        // of u units becomes u channels of one unit each.
+        if (opts.sameLocalOrder && opts.channels == 0) {
+          int total = 0;
+          for (const RingChannel &rc : set)
+            total += rc.units;
+          padRings(set, total);
+        }
+        auto tk = s.timeOf(set);
+        if (!tk) {
+          err = tk.takeError();
+          return;
+        }
+        if (*tk < bestT * (1 - kRel)) {
+          bestT = *tk;
+          rings = std::move(set);
+          res.packing = how;
+        }
+      };
       if (opts.channels > 0) {
-        Searcher::padTo(packed, opts.channels);
-        rings = packed;
+        consider(packed, "");
       } else {
-        // Auto: the best prefix (shares renormalised); k = 1 is the single
-        // best ring, so the set is never worse than it.
-        double bestT = kInf;
+        // Auto: every prefix of the greedy set (shares renormalised); k = 1
+        // is the single best ring, so the choice is never worse than it.
         for (size_t k = 1; k <= packed.size(); ++k) {
           std::vector<RingChannel> pre(packed.begin(), packed.begin() + k);
           double tot = 0;
@@ -866,22 +953,20 @@ llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
             tot += rc.share;
           for (auto &rc : pre)
             rc.share /= tot;
-          auto tk = s.timeOf(pre);
-          if (!tk)
-            return tk.takeError();
-          if (*tk < bestT * (1 - kRel)) {
-            bestT = *tk;
-            rings = pre;
-          }
+          consider(std::move(pre), "");
         }
       }
+      consider(lp.rings,
+               lp.optimal ? "ring packing LP, optimal" : "ring packing LP");
+      if (err)
+        return err;
     }
   }
   // Never worse than the rank-order ring (with as many channels).
   {
     std::vector<RingChannel> ro{rankOrderRing(t)};
     if (opts.channels > 1)
-      Searcher::padTo(ro, opts.channels);
+      padRings(ro, opts.channels);
     auto tr = s.timeOf(ro);
     auto tc = s.timeOf(rings);
     if (!tc) {

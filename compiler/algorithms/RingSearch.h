@@ -32,9 +32,15 @@ struct RingSearchOptions {
   /// Node budget of one exact search; beyond it the best ring found so far
   /// is kept and the result says `exact = false`.
   uint64_t maxNodes = 50'000'000;
-  /// Every node runs the same local order (an NCCL_GRAPH_FILE holds one
-  /// graph for all nodes): no rings that alternate direction per node.
+  /// The rings are for an NCCL_GRAPH_FILE: every node runs the same local
+  /// order (the file holds one graph for all nodes, so no rings that
+  /// alternate direction per node), and with auto channels a single-node
+  /// set's quantised shares become channels (a ring of u units is u
+  /// channels, at most 16 in all), as NCCL splits the data evenly.
   bool sameLocalOrder = false;
+  /// Largest power-of-two total of units a flat ring set's shares are
+  /// quantised to (RingPacking.h): the steps the lowered rings may take.
+  int maxUnits = 64;
 };
 
 struct RingSearchResult {
@@ -44,6 +50,17 @@ struct RingSearchResult {
   /// or "rank order" (fallback when nothing better was found).
   std::string method;
   bool exact = false;     ///< the first ring is provably optimal
+  /// Where the rings of a flat multi-ring set come from: empty for the
+  /// greedy residual packing, else "ring packing LP" (RingPacking.h), with
+  /// ", optimal" when column generation proved the set's rate optimal.
+  std::string packing;
+  /// The ring packing LP of a flat multi-ring search (all 0 when it did not
+  /// run): its optimum and upper bound (bytes/s per hop, the fluid busbw of
+  /// every ring set), its set's rate in `lpUnits` units, and whether
+  /// column generation proved the optimum.
+  double lpRate = 0, lpUpperBound = 0, lpUnitsRate = 0;
+  int lpUnits = 0;
+  bool lpOptimal = false;
   uint64_t evaluated = 0; ///< search nodes and ring evaluations
 };
 
@@ -59,6 +76,15 @@ llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
 llvm::Expected<analysis::RingChannel>
 searchGroupRing(const topo::Topology &t, analysis::LinkModel &m,
                 const std::vector<int> &ranks, const RingSearchOptions &opts);
+
+/// Repeats rings until there are `want` (nothing when there are as many
+/// already). Quantised rings (units set on every ring, at least `want` in
+/// all): each extra channel goes to the ring with the most units per
+/// channel and a ring's units split as evenly as integers allow, so the
+/// shares stay exact and the longest channel gets shorter. Otherwise copies
+/// go round robin, each copy taking an equal part of its ring's share, and
+/// the units are cleared.
+void padRings(std::vector<analysis::RingChannel> &rings, int want);
 
 /// The ring 0, 1, ..., n-1 with free routing and share 1.
 analysis::RingChannel rankOrderRing(const topo::Topology &t);

@@ -299,12 +299,19 @@ double pipelinedTime(double m, int h, double latency, double bw, int *bestK) {
   return best;
 }
 
-double messageLatency(double bytes, const PathFlow &f) {
+double pipelinedLatency(double bytes, const PathFlow &f) {
   double beta = f.bandwidth > 0 && std::isfinite(f.bandwidth)
                     ? bytes / f.bandwidth
                     : 0;
   return std::max(0.0, pipelinedTime(bytes, f.hops, f.latency, f.bandwidth) -
                            beta);
+}
+
+double messageLatency(double bytes, const PathFlow &f) {
+  // Switches forward cut-through (the runtime model's rule, WhatIf.md): the
+  // head crosses every hop's latency, the bytes stream behind it.
+  (void)bytes;
+  return f.latency;
 }
 
 double busFactor(ir::Collective c, int n) {

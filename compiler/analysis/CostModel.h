@@ -3,9 +3,10 @@
 // The fast estimator: bytes per directed link after routing (multipath over
 // switch planes, parallel ports add capacity, half-duplex links share one
 // capacity), bandwidth time = max over links of bytes / capacity, plus the
-// latency along the critical path of messages with chunk pipelining per
-// route. Stage: analysis, on any schedule or on ring orders (closed form).
-// Never prints; deterministic.
+// latency along the critical path of messages, each paying its route's link
+// latencies (switches forward cut-through, as in the runtime model).
+// Stage: analysis, on any schedule or on ring orders (closed form). Never
+// prints; deterministic.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_ANALYSIS_COSTMODEL_H
@@ -82,8 +83,16 @@ private:
 /// (h + k - 1)(alpha + m/(k B)), alpha = latency / h. *bestK gets k.
 double pipelinedTime(double bytes, int hops, double latency, double bw,
                      int *bestK = nullptr);
-/// The latency part of a message: pipelinedTime - bytes / bandwidth (>= 0).
+/// The latency part of a message of `bytes` on route `f`: the route's link
+/// latencies, as switches forward cut-through (the runtime model's rule);
+/// a relay through a GPU is two messages. pipelinedTime is the
+/// store-and-forward alternative.
 double messageLatency(double bytes, const PathFlow &f);
+/// The store-and-forward latency part of a message: pipelinedTime -
+/// bytes / bandwidth (>= 0), which grows with the route's hops. The ring
+/// search's order search charges it per hop, which steers it to direct
+/// links where a ring's bottleneck lies elsewhere.
+double pipelinedLatency(double bytes, const PathFlow &f);
 
 /// nccl-tests factor: busbw = algbw * busFactor (2(n-1)/n allreduce,
 /// (n-1)/n allgather and reducescatter, 1 otherwise).
@@ -140,6 +149,10 @@ struct RingChannel {
   std::vector<int> order;
   std::vector<NicPair> nics;
   double share = 1;
+  /// When the ring search quantised the set's shares: this ring's units of
+  /// the set's power-of-two total (share = units / total exactly); 0 when
+  /// the shares are not quantised.
+  int units = 0;
 };
 
 /// Flow of hop `i` of `ring`. REQUIRES: i < ring.order.size().

@@ -10,7 +10,12 @@
 
 #include "compiler/algorithms/RingSearch.h"
 #include "compiler/passes/LowerRing.h"
+#include "compiler/passes/SplitChannels.h"
+#include "compiler/passes/Fuse.h"
+#include "compiler/passes/AssignChannels.h"
 #include "support/Diagnostics.h"
+
+#include <optional>
 
 namespace topocc::lowerings {
 
@@ -31,6 +36,47 @@ int32_t autoRingLimit(const CompileRequest &req, int32_t numRanks) {
   int64_t perSegment = std::max<int64_t>(1, maxSteps * 3 / 4);
   int64_t segments = (steps + perSegment - 1) / perSegment;
   return static_cast<int32_t>(std::max<int64_t>(1, limit / segments));
+}
+
+/// A quick necessary condition for fitsTarget: every unit of a channel
+/// costs each rank at least n - 1 steps per phase, and split-channels gives
+/// every channel as many segments as the longest needs.
+bool mayFit(const passes::RingOptions &ring, const CompileRequest &req) {
+  const int64_t maxSteps = req.target.maxStepsPerThreadblock;
+  if (maxSteps == ir::TargetLimits::kNoLimit || maxSteps <= 1)
+    return true;
+  int64_t longest = 0;
+  for (int32_t k : ring.channelChunks)
+    longest = std::max<int64_t>(longest, k);
+  const int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
+  const int64_t steps = longest * phases * (ring.numRanks - 1);
+  const int64_t segments = (steps + maxSteps - 1) / maxSteps;
+  return ring.channels * segments <= req.target.channelLimit();
+}
+
+/// Whether `ring` fits the target once split-channels has cut its chains
+/// into the runtime's steps per threadblock: the passes that decide it
+/// (fuse, assign-channels, split-channels), run on a trial copy.
+bool fitsTarget(const passes::RingOptions &ring, const CompileRequest &req) {
+  if (req.target.maxStepsPerThreadblock == ir::TargetLimits::kNoLimit)
+    return true;
+  auto s = passes::lowerRing(ring);
+  if (!s) {
+    llvm::consumeError(s.takeError());
+    return false;
+  }
+  passes::fuse(*s);
+  const int32_t limit = req.target.channelLimit();
+  if (llvm::Error e = passes::assignChannels(*s, limit)) {
+    llvm::consumeError(std::move(e));
+    return false;
+  }
+  if (llvm::Error e = passes::splitChannels(
+          *s, req.target.maxStepsPerThreadblock, limit)) {
+    llvm::consumeError(std::move(e));
+    return false;
+  }
+  return true;
 }
 
 class RingLowering final : public Lowering {
@@ -59,24 +105,61 @@ public:
       // the output (larger sets gained nothing on the library).
       so.maxChannels = ir::kMscclMaxChannels;
       analysis::LinkModel m(*topology);
-      auto found = algorithms::searchRings(*topology, m, so);
-      if (!found)
-        return found.takeError();
-      // --channels auto: no more rings than the target can hold.
-      int32_t limit = autoRingLimit(req, numRanks);
-      if (req.channels == 0 &&
-          found->rings.size() > static_cast<size_t>(limit)) {
-        so.channels = limit;
-        found = algorithms::searchRings(*topology, m, so);
+      // The search quantises a flat ring set's shares to units of a power-of-
+      // two total; a large total may not fit the target's steps. Fewer
+      // units until the rings fit, and with --channels auto, the rings
+      // spread over more channels first (algorithms::padRings: the longest
+      // channel, which sets how many segments split-channels cuts every
+      // channel into, gets shorter).
+      const int32_t limit = autoRingLimit(req, numRanks);
+      std::optional<algorithms::RingSearchResult> chosen;
+      for (int units = 64; units >= 1 && !chosen; units /= 2) {
+        so.maxUnits = units;
+        auto found = algorithms::searchRings(*topology, m, so);
         if (!found)
           return found.takeError();
+        // --channels auto: no more rings than the target can hold.
+        if (req.channels == 0 &&
+            found->rings.size() > static_cast<size_t>(limit)) {
+          so.channels = limit;
+          found = algorithms::searchRings(*topology, m, so);
+          so.channels = 0;
+          if (!found)
+            return found.takeError();
+        }
+        std::vector<int32_t> counts{
+            static_cast<int32_t>(found->rings.size())};
+        bool quantised = !found->rings.empty();
+        for (const analysis::RingChannel &rc : found->rings)
+          quantised = quantised && rc.units > 0;
+        if (req.channels == 0 && quantised)
+          for (int32_t c = 8; c <= limit; c *= 2)
+            if (c > counts.front())
+              counts.push_back(c);
+        for (int32_t c : counts) {
+          std::vector<analysis::RingChannel> rings = found->rings;
+          algorithms::padRings(rings, c);
+          passes::RingOptions trial = passes::searchedRingOptions(
+              rings, req.collective, numRanks, req.chunks);
+          if (quantised && !mayFit(trial, req))
+            continue;
+          if (!quantised || fitsTarget(trial, req)) {
+            found->rings = std::move(rings);
+            chosen = std::move(*found);
+            break;
+          }
+        }
+        // Below one unit per channel the sets no longer change; the passes
+        // then report what does not fit.
+        if (!chosen && (!quantised || units == 1 || units <= req.channels))
+          chosen = std::move(*found);
       }
-      ring = passes::searchedRingOptions(found->rings, req.collective,
+      ring = passes::searchedRingOptions(chosen->rings, req.collective,
                                          numRanks, req.chunks);
       ring.inplace = req.inplace;
       ring.name = req.name;
-      out.searched = found->rings;
-      out.summary = "ring search (" + found->method + ")";
+      out.searched = chosen->rings;
+      out.summary = "ring search (" + chosen->method + ")";
     } else {
       out.summary = req.ringOrder.empty() ? "rank order" : "--ring";
     }

@@ -25,6 +25,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <cassert>
@@ -341,7 +342,10 @@ std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
                                      int32_t chunks) {
   assert(!shares.empty() && chunks >= 1 && "bad chunksForShares input");
   const int64_t n = static_cast<int64_t>(shares.size());
-  const int64_t units = n * chunks;
+  // A power of two, so that nchunksperloop divides every power-of-two call
+  // size (docs/MscclXml.md, "Sizes a file serves").
+  const int64_t units =
+      static_cast<int64_t>(llvm::PowerOf2Ceil(static_cast<uint64_t>(n) * chunks));
   double sum = 0;
   for (double x : shares)
     sum += std::max(0.0, x);
@@ -384,9 +388,17 @@ RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
   ro.channels = static_cast<int32_t>(rings.size());
   ro.chunks = chunks;
   std::vector<double> shares;
+  bool quantised = !rings.empty();
   for (const analysis::RingChannel &rc : rings) {
     ro.channelOrders.emplace_back(rc.order.begin(), rc.order.end());
     shares.push_back(rc.share);
+    quantised = quantised && rc.units > 0;
+  }
+  if (quantised) {
+    // The search's units are exact shares of a power-of-two total.
+    for (const analysis::RingChannel &rc : rings)
+      ro.channelChunks.push_back(rc.units * chunks);
+    return ro;
   }
   ro.channelChunks = chunksForShares(shares, chunks);
   return ro;

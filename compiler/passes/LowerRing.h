@@ -46,17 +46,20 @@ struct RingOptions {
 /// lowering (same units, messages and scratch slots).
 llvm::Expected<ir::Schedule> lowerRing(const RingOptions &opts);
 
-/// Integer chunk counts for data shares: `shares.size() * chunks` units are
-/// split by the largest-remainder method (ties to the lower channel), each
-/// channel getting at least 1 (taken back from the largest counts). Equal
-/// shares give `chunks` each. REQUIRES: shares non-empty, chunks >= 1.
+/// Integer chunk counts for data shares: U units, the smallest power of two
+/// at least `shares.size() * chunks` (so the file serves power-of-two call
+/// sizes), are split by the largest-remainder method (ties to the lower
+/// channel), each channel getting at least 1 (taken back from the largest
+/// counts). Equal shares on a power-of-two channel count give `chunks`
+/// each. REQUIRES: shares non-empty, chunks >= 1.
 std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
                                      int32_t chunks);
 
 /// The options that lower the ring search's `rings`
 /// (compiler/algorithms/RingSearch.h) for collective `c` on `numRanks`:
 /// one channel per ring in its order, the rings' data shares as chunk
-/// counts (chunksForShares of `chunks`). The NIC hops the search chose are
+/// counts: `units * chunks` when the search quantised every ring's share
+/// (RingChannel::units), else chunksForShares of `chunks`. The NIC hops the search chose are
 /// the simulator's route hints (analysis::ringRouteHints).
 RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
                                 ir::Collective c, int32_t numRanks,

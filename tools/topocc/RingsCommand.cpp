@@ -236,8 +236,17 @@ llvm::Error runRings(const RingsOptions &opts) {
   llvm::raw_string_ostream os(out);
   const algorithms::RingSearchResult &res = *found;
   if (opts.format == "json") {
+    llvm::json::Value packing = nullptr;
+    if (res.lpUnits > 0)
+      packing = llvm::json::Object{{"lp_busbw", res.lpRate},
+                                   {"upper_bound_busbw", res.lpUpperBound},
+                                   {"optimal", res.lpOptimal},
+                                   {"units", res.lpUnits},
+                                   {"units_busbw", res.lpUnitsRate},
+                                   {"chosen", !res.packing.empty()}};
     llvm::json::Object chosen{{"method", res.method},
                               {"exact", res.exact},
+                              {"ring_packing_lp", std::move(packing)},
                               {"evaluated", static_cast<int64_t>(res.evaluated)},
                               {"channels", channelsJson(t, res.rings, m)},
                               {"estimate", costJson(res.cost)}};
@@ -293,6 +302,20 @@ llvm::Error runRings(const RingsOptions &opts) {
     os << llvm::formatv("chosen rings ({0}, {1} channel{2}, {3} evaluated):\n",
                         res.method, res.rings.size(),
                         res.rings.size() == 1 ? "" : "s", res.evaluated);
+    if (res.lpUnits > 0)
+      os << llvm::formatv(
+          "  ring packing LP (fluid, all rings at once): {0:F2} GB/s per hop "
+          "{1}; in {2} unit{5} {3:F2} GB/s; {4}\n",
+          res.lpRate / 1e9,
+          res.lpOptimal ? "(proved optimal)"
+                        : llvm::formatv("(at most {0:F2})",
+                                        res.lpUpperBound / 1e9)
+                              .str(),
+          res.lpUnits, res.lpUnitsRate / 1e9,
+          res.packing.empty() ? "the rings below are the greedy set's, "
+                                "as fast in the cost model or faster"
+                              : "the rings below are its set",
+          res.lpUnits == 1 ? "" : "s");
     printChannels(os, t, res.rings, m);
     printCost(os, res.cost);
     os << "rank-order ring:\n";

@@ -1,7 +1,8 @@
 //===- tests/unit/algorithms/RingSearchTest.cpp - Ring search tests -------===//
 //
-// The chosen single ring equals the brute-force best over all cycles on a
-// random family (meshes, switches, two-level PCIe trees; fixed seeds), a
+// The chosen single ring has the least search objective over all cycles (or
+// the rank-order ring beats it in the cost model) on a random family
+// (meshes, switches, two-level PCIe trees; fixed seeds), a
 // multi-ring set is never worse than the best single ring, and every
 // library topology gets rings that route and lower to verified schedules.
 //
@@ -88,23 +89,45 @@ std::string randomTopo(int kind, int n, std::mt19937 &rng) {
   return s + "    links:\n" + links;
 }
 
-double bruteForceBest(const topo::Topology &t, LinkModel &m,
-                      ir::Collective c, double bytes) {
+/// The exact search's objective for one ring: the cost model's bandwidth
+/// time plus the worst window of `steps` hop latencies, each its route's
+/// store-and-forward fill (RingSearch.cpp).
+double searchObjective(LinkModel &m, const RingChannel &rc, ir::Collective c,
+                       double bytes) {
+  const int n = static_cast<int>(rc.order.size());
+  auto r = estimateRings({rc}, c, bytes, m);
+  if (!r) {
+    llvm::consumeError(r.takeError());
+    return 1e300;
+  }
+  std::vector<double> lat;
+  for (int i = 0; i < n; ++i)
+    lat.push_back(pipelinedLatency(bytes / n, hopFlow(rc, i, m)));
+  return r->bandwidthTime + windowLatency(lat, ringSteps(c, n));
+}
+
+/// The least search objective over every cycle, and the cost model's time
+/// of the first cycle that has it.
+std::pair<double, double> bruteForceBest(const topo::Topology &t, LinkModel &m,
+                                         ir::Collective c, double bytes) {
   int n = t.numRanks();
   std::vector<int> rest(n - 1);
   std::iota(rest.begin(), rest.end(), 1);
-  double best = 1e300;
+  double best = 1e300, time = 1e300;
   do {
     RingChannel rc;
     rc.order.push_back(0);
     rc.order.insert(rc.order.end(), rest.begin(), rest.end());
-    auto r = estimateRings({rc}, c, bytes, m);
-    if (r)
-      best = std::min(best, r->time);
-    else
-      llvm::consumeError(r.takeError());
+    double objective = searchObjective(m, rc, c, bytes);
+    if (objective < best * (1 - 1e-12)) {
+      best = objective;
+      auto r = estimateRings({rc}, c, bytes, m);
+      time = r ? r->time : 1e300;
+      if (!r)
+        llvm::consumeError(r.takeError());
+    }
   } while (std::next_permutation(rest.begin(), rest.end()));
-  return best;
+  return {best, time};
 }
 
 TEST(RingSearchTest, ExactSearchMatchesBruteForceOnRandomFamily) {
@@ -126,14 +149,22 @@ TEST(RingSearchTest, ExactSearchMatchesBruteForceOnRandomFamily) {
             o.channels = 1;
             auto single = searchRings(t, m, o);
             ASSERT_TRUE(bool(single)) << llvm::toString(single.takeError());
-            double brute = bruteForceBest(t, m, c, bytes);
-            EXPECT_NEAR(single->cost.time, brute, brute * 1e-9)
-                << "kind " << kind << " n " << n << "\n" << text;
+            auto [brute, bruteTime] = bruteForceBest(t, m, c, bytes);
+            ASSERT_EQ(single->rings.size(), 1u);
+            // The exact search finds the least objective; the rank-order
+            // ring replaces it only when the cost model says it is faster.
+            if (single->method == "rank order")
+              EXPECT_LT(single->cost.time, bruteTime)
+                  << "kind " << kind << " n " << n << "\n" << text;
+            else
+              EXPECT_NEAR(searchObjective(m, single->rings[0], c, bytes),
+                          brute, brute * 1e-9)
+                  << "kind " << kind << " n " << n << "\n" << text;
             EXPECT_TRUE(single->exact || single->method == "rank order");
             o.channels = 0;
             auto multi = searchRings(t, m, o);
             ASSERT_TRUE(bool(multi)) << llvm::toString(multi.takeError());
-            EXPECT_LE(multi->cost.time, brute * (1 + 1e-9))
+            EXPECT_LE(multi->cost.time, single->cost.time * (1 + 1e-9))
                 << "kind " << kind << " n " << n << "\n" << text;
             double shares = 0;
             for (const RingChannel &rc : multi->rings)

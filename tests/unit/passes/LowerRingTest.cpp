@@ -9,6 +9,8 @@
 
 #include "gtest/gtest.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace topocc;
 using namespace topocc::ir;
 using topocc::passes::lowerRing;
@@ -216,25 +218,38 @@ TEST(LowerRingTest, PerChannelErrors) {
 }
 
 TEST(LowerRingTest, ChunksForSharesLargestRemainder) {
+  // The units are the smallest power of two at least channels * chunks.
   EXPECT_EQ(chunksForShares({0.25, 0.25, 0.25, 0.25}, 3),
-            (std::vector<int32_t>{3, 3, 3, 3}));
+            (std::vector<int32_t>{4, 4, 4, 4}));
   // 8 units: 0.275*8 = 2.2 (x3), 0.175*8 = 1.4 -> 2,2,2,1 + 1 to the
   // largest remainder (channel 3: 0.4).
   EXPECT_EQ(chunksForShares({0.275, 0.275, 0.275, 0.175}, 2),
             (std::vector<int32_t>{2, 2, 2, 2}));
+  // 32 units: 19.2, 9.6, 3.2 -> 19, 9, 3 + 1 to channel 1.
   EXPECT_EQ(chunksForShares({0.6, 0.3, 0.1}, 10),
-            (std::vector<int32_t>{18, 9, 3}));
-  // Every channel keeps at least one unit.
+            (std::vector<int32_t>{19, 10, 3}));
+  // Every channel keeps at least one unit (4 units: 4, 0, 0 -> 2, 1, 1).
   EXPECT_EQ(chunksForShares({0.98, 0.01, 0.01}, 1),
-            (std::vector<int32_t>{1, 1, 1}));
+            (std::vector<int32_t>{2, 1, 1}));
   EXPECT_EQ(chunksForShares({0.9, 0.05, 0.05}, 4),
-            (std::vector<int32_t>{10, 1, 1}));
+            (std::vector<int32_t>{14, 1, 1}));
   // Ties go to the lower channel.
   EXPECT_EQ(chunksForShares({0.5, 0.5}, 1), (std::vector<int32_t>{1, 1}));
   EXPECT_EQ(chunksForShares({1.0 / 3, 1.0 / 3, 1.0 / 3}, 1),
-            (std::vector<int32_t>{1, 1, 1}));
+            (std::vector<int32_t>{2, 1, 1}));
   EXPECT_EQ(chunksForShares({0.4, 0.4, 0.2}, 2),
-            (std::vector<int32_t>{3, 2, 1}));
+            (std::vector<int32_t>{3, 3, 2}));
+  for (int32_t chunks : {1, 2, 3, 5, 8})
+    for (size_t n : {1, 3, 5, 6, 7}) {
+      std::vector<double> shares(n, 1.0 / static_cast<double>(n));
+      std::vector<int32_t> kc = chunksForShares(shares, chunks);
+      int32_t total = 0;
+      for (int32_t k : kc)
+        total += k;
+      EXPECT_TRUE(llvm::isPowerOf2_32(static_cast<uint32_t>(total)))
+          << n << " channels, " << chunks << " chunks: " << total;
+      EXPECT_GE(total, static_cast<int32_t>(n) * chunks);
+    }
 }
 
 } // namespace
