@@ -12,6 +12,7 @@
 #include "compiler/algorithms/RingPacking.h"
 
 #include "compiler/algorithms/LinearProgram.h"
+#include "compiler/algorithms/LocalSearch.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -512,43 +513,12 @@ private:
     return s;
   }
 
-  /// 2-opt (segment reversal) and Or-opt (move 1 to 3 ranks), first
-  /// improvement, position 0 fixed.
+  /// 2-opt and Or-opt (LocalSearch.h), position 0 fixed.
   double improveTour(std::vector<int> &o, const std::vector<double> &w) {
-    double cur = tourCost(o, w);
-    for (int pass = 0; pass < 50; ++pass) {
-      bool improved = false;
-      for (int i = 1; i < k && !improved; ++i)
-        for (int j = i + 1; j < k && !improved; ++j) {
-          std::reverse(o.begin() + i, o.begin() + j + 1);
-          double t = tourCost(o, w);
-          if (t < cur - 1e-12) {
-            cur = t;
-            improved = true;
-          } else {
-            std::reverse(o.begin() + i, o.begin() + j + 1);
-          }
-        }
-      for (int len = 1; len <= 3 && !improved; ++len)
-        for (int i = 1; i + len - 1 < k && !improved; ++i)
-          for (int p = 1; p + len - 1 < k && !improved; ++p) {
-            if (p == i)
-              continue;
-            std::vector<int> c = o;
-            std::vector<int> seg(c.begin() + i, c.begin() + i + len);
-            c.erase(c.begin() + i, c.begin() + i + len);
-            c.insert(c.begin() + p, seg.begin(), seg.end());
-            double t = tourCost(c, w);
-            if (t < cur - 1e-12) {
-              o = std::move(c);
-              cur = t;
-              improved = true;
-            }
-          }
-      if (!improved)
-        break;
-    }
-    return cur;
+    return improveOrder(
+        o, 1, k - 1, 50,
+        [&](const std::vector<int> &c) { return tourCost(c, w); },
+        [](double t, double cur) { return t < cur - 1e-12; });
   }
 
   /// Cheap cycles by local search from every column and from a

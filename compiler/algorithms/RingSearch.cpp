@@ -18,6 +18,7 @@
 
 #include "compiler/algorithms/RingSearch.h"
 
+#include "compiler/algorithms/LocalSearch.h"
 #include "compiler/algorithms/RingPacking.h"
 #include "compiler/analysis/NetRoutes.h"
 #include "ir/Target.h"
@@ -280,41 +281,10 @@ private:
   /// First-improvement 2-opt (segment reversal) and Or-opt (move a segment
   /// of 1 to 3 ranks) over positions 1..k-1 (2..k-2 with a fixed last).
   double localSearch(std::vector<int> &o) {
-    double cur = eval(o);
     int lo = 1, hi = last >= 0 ? k - 2 : k - 1; // movable positions
-    for (int pass = 0; pass < 100; ++pass) {
-      bool improved = false;
-      for (int i = lo; i <= hi && !improved; ++i)
-        for (int j = i + 1; j <= hi && !improved; ++j) {
-          std::vector<int> c = o;
-          std::reverse(c.begin() + i, c.begin() + j + 1);
-          double t = eval(c);
-          if (t < cur * (1 - kRel)) {
-            o = std::move(c);
-            cur = t;
-            improved = true;
-          }
-        }
-      for (int len = 1; len <= 3 && !improved; ++len)
-        for (int i = lo; i + len - 1 <= hi && !improved; ++i)
-          for (int p = lo; p + len - 1 <= hi && !improved; ++p) {
-            if (p == i)
-              continue;
-            std::vector<int> c = o;
-            std::vector<int> seg(c.begin() + i, c.begin() + i + len);
-            c.erase(c.begin() + i, c.begin() + i + len);
-            c.insert(c.begin() + p, seg.begin(), seg.end());
-            double t = eval(c);
-            if (t < cur * (1 - kRel)) {
-              o = std::move(c);
-              cur = t;
-              improved = true;
-            }
-          }
-      if (!improved)
-        break;
-    }
-    return cur;
+    return improveOrder(
+        o, lo, hi, 100, [&](const std::vector<int> &c) { return eval(c); },
+        [](double t, double cur) { return t < cur * (1 - kRel); });
   }
 
   std::vector<const PathFlow *> flow;

@@ -15,17 +15,19 @@
 #include "compiler/passes/AssignChannels.h"
 #include "support/Diagnostics.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <optional>
 
 namespace topocc::lowerings {
 
 namespace {
 
-/// --channels auto: the most rings whose chains still fit the target once
-/// split-channels cuts them into segments of the runtime's steps per
-/// threadblock (a ring of n ranks has (n - 1) steps per chunk and phase;
-/// segments are filled to about 3/4, as split-channels leaves room for the
-/// steps a cut adds).
+/// --channels auto: the most rings, a power of two, whose chains still fit
+/// the target once split-channels cuts them into segments of the runtime's
+/// steps per threadblock (a ring of n ranks has (n - 1) steps per chunk and
+/// phase; segments are filled to about 3/4, as split-channels leaves room
+/// for the steps a cut adds).
 int32_t autoRingLimit(const CompileRequest &req, int32_t numRanks) {
   int32_t limit = std::min(req.target.channelLimit(), ir::kMscclMaxChannels);
   int32_t maxSteps = req.target.maxStepsPerThreadblock;
@@ -35,7 +37,10 @@ int32_t autoRingLimit(const CompileRequest &req, int32_t numRanks) {
   int64_t steps = phases * (numRanks - 1) * std::max(1, req.chunks) + 1;
   int64_t perSegment = std::max<int64_t>(1, maxSteps * 3 / 4);
   int64_t segments = (steps + perSegment - 1) / perSegment;
-  return static_cast<int32_t>(std::max<int64_t>(1, limit / segments));
+  // A power of two, so that equal rings get equal power-of-two units
+  // (chunksForShares) and the longest channel is no longer than the rest.
+  return static_cast<int32_t>(llvm::PowerOf2Floor(
+      static_cast<uint64_t>(std::max<int64_t>(1, limit / segments))));
 }
 
 /// A quick necessary condition for fitsTarget: every unit of a channel

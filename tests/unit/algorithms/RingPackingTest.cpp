@@ -12,13 +12,12 @@
 #include "compiler/algorithms/LinearProgram.h"
 #include "compiler/algorithms/RingPacking.h"
 #include "compiler/analysis/CostModel.h"
-#include "compiler/topology/TopologyParser.h"
+
+#include "tests/support/Topologies.h"
 
 #include "gtest/gtest.h"
 
-#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MathExtras.h"
-#include "llvm/Support/Path.h"
 
 #include <algorithm>
 #include <map>
@@ -88,26 +87,6 @@ TEST(PackingSimplexTest, UnboundedColumnIsReported) {
   LpSolution s = solvePackingLp(lp);
   EXPECT_FALSE(s.optimal);
   EXPECT_TRUE(s.unbounded);
-}
-
-topo::Topology parseOk(const std::string &text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError()) << "\n" << text;
-    return topo::Topology();
-  }
-  return std::move(*t);
-}
-
-topo::Topology library(const char *name) {
-  llvm::SmallString<256> path(TOPOCC_SOURCE_DIR);
-  llvm::sys::path::append(path, "topologies", name);
-  auto t = topo::loadTopologyFile(path.str());
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError());
-    return topo::Topology();
-  }
-  return std::move(*t);
 }
 
 /// n GPUs with random NVLinks (1 to 3 ports of random speed) over a PCIe
@@ -217,7 +196,7 @@ TEST(RingPackingTest, ColumnGenerationMatchesTheFullLpOnRandomMeshes) {
   for (int trial = 0; trial < 12; ++trial) {
     int n = 4 + trial % 3; // 4 to 6 GPUs: up to 120 cycles
     std::string text = randomMesh(n, rng);
-    topo::Topology t = parseOk(text);
+    topo::Topology t = topocc::testing::parseTopologyOk(text);
     SCOPED_TRACE(text);
     LinkModel m(t);
     std::vector<int> ranks(n);
@@ -245,7 +224,7 @@ TEST(RingPackingTest, Ndv2NvlinkCyclesAndAPcieRing) {
   // uplink: 126.4 GB/s, proved optimal. In 64 units the NVLink rings take
   // 21, 20, 10 and 10 and the PCIe ring 3: 64 / max(21/40, 10/20, 3/6.4 ..)
   // GB/s = 121.9 GB/s.
-  topo::Topology t = library("ndv2.yaml");
+  topo::Topology t = topocc::testing::libraryTopology("ndv2.yaml");
   LinkModel m(t);
   std::vector<int> ranks(8);
   std::iota(ranks.begin(), ranks.end(), 0);
@@ -269,7 +248,7 @@ TEST(RingPackingTest, Ndv2NvlinkCyclesAndAPcieRing) {
 }
 
 TEST(RingPackingTest, QuantisedSharesOfAnyRingSet) {
-  topo::Topology t = library("ndv2.yaml");
+  topo::Topology t = topocc::testing::libraryTopology("ndv2.yaml");
   LinkModel m(t);
   // The exact NVLink shares 1/3, 1/3, 1/6, 1/6 of the double- and single-
   // link cycles: no power of two holds them; 32 units give 11, 11, 5, 5.

@@ -13,6 +13,8 @@
 #include "compiler/analysis/CostModel.h"
 #include "compiler/topology/TopologyParser.h"
 
+#include "tests/support/Topologies.h"
+
 #include "gtest/gtest.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -29,15 +31,6 @@ using namespace topocc::algorithms;
 using namespace topocc::analysis;
 
 namespace {
-
-topo::Topology parseOk(const std::string &text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError()) << "\n" << text;
-    return topo::Topology();
-  }
-  return std::move(*t);
-}
 
 const char *kBw[] = {"8 GB/s", "12 GB/s", "16 GB/s", "25 GB/s", "50 GB/s"};
 const char *kLat[] = {"0.5 us", "1 us", "2 us"};
@@ -138,7 +131,7 @@ TEST(RingSearchTest, ExactSearchMatchesBruteForceOnRandomFamily) {
       int cases = n <= 7 ? 4 : 1;
       for (int rep = 0; rep < cases; ++rep) {
         std::string text = randomTopo(kind, n, rng);
-        topo::Topology t = parseOk(text);
+        topo::Topology t = topocc::testing::parseTopologyOk(text);
         ASSERT_EQ(t.numRanks(), n);
         LinkModel m(t);
         for (auto c : {ir::Collective::AllReduce, ir::Collective::AllGather})
@@ -179,7 +172,7 @@ TEST(RingSearchTest, ExactSearchMatchesBruteForceOnRandomFamily) {
 
 TEST(RingSearchTest, Deterministic) {
   std::mt19937 rng(7);
-  topo::Topology t = parseOk(randomTopo(0, 8, rng));
+  topo::Topology t = topocc::testing::parseTopologyOk(randomTopo(0, 8, rng));
   LinkModel m1(t), m2(t);
   auto a = searchRings(t, m1, {});
   auto b = searchRings(t, m2, {});
@@ -214,7 +207,7 @@ TEST(RingSearchTest, PcieTreeCrossesSocketLinkOncePerDirection) {
 
 TEST(RingSearchTest, RejectsBadOptions) {
   std::mt19937 rng(1);
-  topo::Topology t = parseOk(randomTopo(1, 4, rng));
+  topo::Topology t = topocc::testing::parseTopologyOk(randomTopo(1, 4, rng));
   LinkModel m(t);
   RingSearchOptions o;
   o.channels = 65;
