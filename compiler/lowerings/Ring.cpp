@@ -63,7 +63,17 @@ bool mayFit(const passes::RingOptions &ring, const CompileRequest &req) {
 /// into the runtime's steps per threadblock: the passes that decide it
 /// (fuse, assign-channels, split-channels), run on a trial copy.
 bool fitsTarget(const passes::RingOptions &ring, const CompileRequest &req) {
-  if (req.target.maxStepsPerThreadblock == ir::TargetLimits::kNoLimit)
+  const int64_t maxSteps = req.target.maxStepsPerThreadblock;
+  if (maxSteps == ir::TargetLimits::kNoLimit)
+    return true;
+  // Without a cut: a chunk costs each rank at most phases * (n - 1) + 1
+  // steps on its channel (the lowering's chain of one piece).
+  int64_t longest = 0;
+  for (int32_t k : ring.channelChunks)
+    longest = std::max<int64_t>(longest, k);
+  const int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
+  if (ring.channels <= req.target.channelLimit() &&
+      longest * (phases * (ring.numRanks - 1) + 1) + 1 <= maxSteps)
     return true;
   auto s = passes::lowerRing(ring);
   if (!s) {
