@@ -9,10 +9,10 @@
 #include "compiler/lowerings/Lowering.h"
 
 #include "compiler/algorithms/RingSearch.h"
+#include "compiler/passes/AssignChannels.h"
+#include "compiler/passes/Fuse.h"
 #include "compiler/passes/LowerRing.h"
 #include "compiler/passes/SplitChannels.h"
-#include "compiler/passes/Fuse.h"
-#include "compiler/passes/AssignChannels.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -43,51 +43,38 @@ int32_t autoRingLimit(const CompileRequest &req, int32_t numRanks) {
       static_cast<uint64_t>(std::max<int64_t>(1, limit / segments))));
 }
 
-/// A quick necessary condition for fitsTarget: every unit of a channel
-/// costs each rank at least n - 1 steps per phase, and split-channels gives
-/// every channel as many segments as the longest needs.
-bool mayFit(const passes::RingOptions &ring, const CompileRequest &req) {
+/// Whether `ring` fits the target once split-channels has cut its chains
+/// into the runtime's steps per threadblock. A chunk costs each rank at
+/// least phases * (n - 1) and at most phases * (n - 1) + 1 steps on its
+/// channel, and split-channels gives every channel as many segments as the
+/// longest needs: those bounds decide most sets; the rest run the passes
+/// that decide it (fuse, assign-channels, split-channels) on a trial copy.
+bool fitsTarget(const passes::RingOptions &ring, const CompileRequest &req) {
   const int64_t maxSteps = req.target.maxStepsPerThreadblock;
+  const int32_t limit = req.target.channelLimit();
   if (maxSteps == ir::TargetLimits::kNoLimit || maxSteps <= 1)
     return true;
   int64_t longest = 0;
   for (int32_t k : ring.channelChunks)
     longest = std::max<int64_t>(longest, k);
-  const int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
-  const int64_t steps = longest * phases * (ring.numRanks - 1);
-  const int64_t segments = (steps + maxSteps - 1) / maxSteps;
-  return ring.channels * segments <= req.target.channelLimit();
-}
-
-/// Whether `ring` fits the target once split-channels has cut its chains
-/// into the runtime's steps per threadblock: the passes that decide it
-/// (fuse, assign-channels, split-channels), run on a trial copy.
-bool fitsTarget(const passes::RingOptions &ring, const CompileRequest &req) {
-  const int64_t maxSteps = req.target.maxStepsPerThreadblock;
-  if (maxSteps == ir::TargetLimits::kNoLimit)
-    return true;
-  // Without a cut: a chunk costs each rank at most phases * (n - 1) + 1
-  // steps on its channel (the lowering's chain of one piece).
-  int64_t longest = 0;
-  for (int32_t k : ring.channelChunks)
-    longest = std::max<int64_t>(longest, k);
-  const int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
-  if (ring.channels <= req.target.channelLimit() &&
-      longest * (phases * (ring.numRanks - 1) + 1) + 1 <= maxSteps)
-    return true;
+  const int64_t perChunk =
+      (req.collective == ir::Collective::AllReduce ? 2 : 1) *
+      (ring.numRanks - 1);
+  if (ring.channels <= limit && longest * (perChunk + 1) + 1 <= maxSteps)
+    return true; // no cut needed
+  if (ring.channels * ((longest * perChunk + maxSteps - 1) / maxSteps) > limit)
+    return false; // the segments alone need more channels
   auto s = passes::lowerRing(ring);
   if (!s) {
     llvm::consumeError(s.takeError());
     return false;
   }
   passes::fuse(*s);
-  const int32_t limit = req.target.channelLimit();
   if (llvm::Error e = passes::assignChannels(*s, limit)) {
     llvm::consumeError(std::move(e));
     return false;
   }
-  if (llvm::Error e = passes::splitChannels(
-          *s, req.target.maxStepsPerThreadblock, limit)) {
+  if (llvm::Error e = passes::splitChannels(*s, maxSteps, limit)) {
     llvm::consumeError(std::move(e));
     return false;
   }
@@ -156,8 +143,6 @@ public:
           algorithms::padRings(rings, c);
           passes::RingOptions trial = passes::searchedRingOptions(
               rings, req.collective, numRanks, req.chunks);
-          if (quantised && !mayFit(trial, req))
-            continue;
           if (!quantised || fitsTarget(trial, req)) {
             found->rings = std::move(rings);
             chosen = std::move(*found);
