@@ -898,6 +898,8 @@ llvm::Expected<RingSearchResult> searchRings(const topo::Topology &t,
           int total = 0;
           for (const RingChannel &rc : set)
             total += rc.units;
+          if (total > kNcclGraphChannels)
+            return; // more channels than an NCCL graph set holds
           padRings(set, total);
         }
         auto tk = s.timeOf(set);
