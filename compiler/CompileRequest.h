@@ -100,6 +100,10 @@ struct CompileRequest {
   /// that every window's file serves the powers of two of its window.
   bool autoMustServe = false;
   bool verifyEach = false; ///< verify after every pass, not only twice
+  /// False only for auto's candidates, which are priced and then dropped:
+  /// the winner is compiled again with this set, so every schedule that
+  /// leaves compile() is verified (twice: after lowering and at the end).
+  bool verify = true;
   std::string name;        ///< schedule name; derived when empty
 };
 

@@ -111,6 +111,8 @@ public:
         }))
       return err;
     log.afterPass(name, s);
+    if (!req.verify)
+      return llvm::Error::success();
     if (llvm::Error problems = ir::verifySchedule(s, vopts))
       return passBroke(name, std::nullopt, s, std::move(problems));
     return llvm::Error::success();
@@ -170,7 +172,7 @@ llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
     return selectAlgorithm(t, req, log);
   auto lowering = lowerings::makeLowering(req.algorithm, {t, numRanks, &req});
   Compilation c(req, *lowering, log);
-  const bool each = req.verifyEach;
+  const bool each = req.verifyEach && req.verify;
 
   // The algorithm's structure: the trees' packing, the CERAR code.
   if (llvm::Error err = c.prepare())
@@ -194,7 +196,7 @@ llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
     return err;
   // MSCCL steps carry one dependency; the rest become nops. Always
   // verified: it is cheap, and this schedule is the product.
-  if (llvm::Error err = c.run(PassId::LegalizeDependencies, /*verify=*/true))
+  if (llvm::Error err = c.run(PassId::LegalizeDependencies, req.verify))
     return err;
   // A coded schedule must still implement its code after every pass.
   return c.finish();

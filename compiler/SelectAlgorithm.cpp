@@ -109,6 +109,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     if (!candidate->request)
       continue;
     CompileRequest sub = *candidate->request;
+    sub.verify = false; // the winner is compiled again, verified
     PassLogger quiet;
     auto result = compile(*t, sub, quiet);
     if (!result && candidate->fallback && !candidate->mustCompile) {
@@ -118,6 +119,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
         return line.takeError();
       lines.push_back(std::move(*line));
       sub = *candidate->fallback;
+      sub.verify = false;
       result = compile(*t, sub, quiet);
     }
     double algoBest = std::numeric_limits<double>::infinity();
@@ -147,6 +149,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       }
     }
     for (auto &[flags, variant] : candidate->variants) {
+      variant.verify = false;
       auto v = compile(*t, variant, quiet);
       if (!v) {
         auto line = notApplicable((algorithmName(a) + " " + flags).str(),
@@ -181,16 +184,17 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
                          llvm::join(lines, "\n"));
   lines.push_back("auto: chose " + algorithmName(best->algorithm).str() +
                   (bestFlags.empty() ? "" : " " + bestFlags));
+  // The candidates were compiled quietly and unverified (verifying every
+  // one was most of auto's time and memory at scale); the winner is
+  // compiled again, verified, and logged when the caller prints the IR or
+  // times the passes. The same request gives the same schedule.
+  bestRequest->verify = true;
+  auto again = compile(*t, *bestRequest, log);
+  if (!again)
+    return again.takeError();
+  best = std::move(*again);
   best->chosenFlags = bestFlags;
   best->predictedTime = bestTime;
-  // The winner was compiled quietly; compile it again only when the caller
-  // prints the IR or times the passes.
-  if (!log.isQuiet()) {
-    auto again = compile(*t, *bestRequest, log);
-    if (!again)
-      return again.takeError();
-    best = std::move(*again);
-  }
   best->explain.insert(best->explain.begin(), lines.begin(), lines.end());
   return std::move(*best);
 }

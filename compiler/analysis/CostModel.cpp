@@ -41,7 +41,70 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
       rawCap[2 * i + d] = l.capacity(d);
     }
   }
-  rankCache.resize(static_cast<size_t>(t.numRanks()) * t.numRanks());
+  outArcs.resize(t.devices().size());
+  inArcs.resize(t.devices().size());
+  for (size_t i = 0; i < n; ++i) {
+    const topo::Link &l = t.link(static_cast<int>(i));
+    for (int d = 0; d < 2; ++d) {
+      if (l.effectiveCapacity(d) <= 0)
+        continue;
+      int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
+      int id = static_cast<int>(arcs.size());
+      arcs.push_back({u, v, static_cast<int>(i), d,
+                      1u << static_cast<unsigned>(l.type)});
+      outArcs[u].push_back(id);
+      inArcs[v].push_back(id);
+    }
+  }
+}
+
+namespace {
+/// Entries kept by each of LinkModel's most-recently-used caches.
+constexpr size_t kRouteCacheEntries = 16;
+
+/// Moves entry `i` of an MRU vector to the front.
+template <typename T> T &touch(std::vector<T> &v, size_t i) {
+  std::rotate(v.begin(), v.begin() + i, v.begin() + i + 1);
+  return v.front();
+}
+} // namespace
+
+const topo::RouteTree &LinkModel::routeTree(int src) const {
+  for (size_t i = 0; i < trees.size(); ++i)
+    if (trees[i].source() == src)
+      return touch(trees, i);
+  if (trees.size() == kRouteCacheEntries)
+    trees.pop_back();
+  trees.insert(trees.begin(), topo::RouteTree(*topo, src));
+  return trees.front();
+}
+
+const std::vector<int> &LinkModel::hopsFrom(int root, uint32_t mask) const {
+  for (size_t i = 0; i < searches.size(); ++i)
+    if (searches[i].root == root && searches[i].mask == mask)
+      return touch(searches, i).dist;
+  if (searches.size() == kRouteCacheEntries)
+    searches.pop_back();
+  Distances d{root, mask, std::vector<int>(topo->devices().size(), -1)};
+  std::vector<int> queue{root};
+  d.dist[root] = 0;
+  for (size_t head = 0; head < queue.size(); ++head) {
+    int x = queue[head];
+    if (x != root && topo->device(x).kind == DeviceKind::Gpu)
+      continue; // GPUs never forward
+    for (int id : outArcs[x]) {
+      const Arc &a = arcs[id];
+      if (!(a.typeBit & mask))
+        continue;
+      int y = a.v;
+      if (d.dist[y] < 0) {
+        d.dist[y] = d.dist[x] + 1;
+        queue.push_back(y);
+      }
+    }
+  }
+  searches.insert(searches.begin(), std::move(d));
+  return searches.front().dist;
 }
 
 int LinkModel::resourceOf(int link, int dir) const {
@@ -121,7 +184,10 @@ struct FlowNet {
 PathFlow LinkModel::deviceFlow(int src, int dst) const {
   PathFlow f;
   const topo::Topology &t = *topo;
-  topo::Route w = t.routeDevices(src, dst);
+  const int nd = static_cast<int>(t.devices().size());
+  if (src < 0 || dst < 0 || src >= nd || dst >= nd)
+    return f;
+  topo::Route w = routeTree(src).to(dst);
   if (!w.found())
     return f;
   f.found = true;
@@ -130,50 +196,15 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
     f.bandwidth = f.rawBandwidth = std::numeric_limits<double>::infinity();
     return f;
   }
-  std::set<topo::LinkType> types;
+  uint32_t mask = 0;
   for (const topo::Hop &h : w.hops)
-    types.insert(t.link(h.link).type);
-  int nd = static_cast<int>(t.devices().size());
-  struct DEdge {
-    int u, v, link, dir;
-  };
-  std::vector<DEdge> edges;
-  for (size_t i = 0; i < t.links().size(); ++i) {
-    const topo::Link &l = t.link(static_cast<int>(i));
-    if (!types.count(l.type))
-      continue;
-    for (int d = 0; d < 2; ++d) {
-      int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
-      if (l.effectiveCapacity(d) <= 0)
-        continue;
-      if (t.device(u).kind == DeviceKind::Gpu && u != src)
-        continue;
-      if (t.device(v).kind == DeviceKind::Gpu && v != dst)
-        continue;
-      edges.push_back({u, v, static_cast<int>(i), d});
-    }
-  }
-  auto bfs = [&](int from, bool forward) {
-    std::vector<int> dist(nd, -1);
-    std::vector<std::vector<int>> out(nd);
-    for (size_t e = 0; e < edges.size(); ++e)
-      out[forward ? edges[e].u : edges[e].v].push_back(static_cast<int>(e));
-    std::deque<int> q{from};
-    dist[from] = 0;
-    while (!q.empty()) {
-      int u = q.front();
-      q.pop_front();
-      for (int e : out[u]) {
-        int v = forward ? edges[e].v : edges[e].u;
-        if (dist[v] < 0) {
-          dist[v] = dist[u] + 1;
-          q.push_back(v);
-        }
-      }
-    }
-    return dist;
-  };
-  std::vector<int> ds = bfs(src, true), dt = bfs(dst, false);
+    mask |= 1u << static_cast<unsigned>(t.link(h.link).type);
+  // The arcs of those types that neither leave a GPU other than src nor
+  // enter one other than dst, on a shortest src -> dst path: walked back
+  // from dst over arcs that step the forward distance by one. The search
+  // passes through no GPU, so its distances on switches and NICs are those
+  // of the allowed arcs.
+  const std::vector<int> &ds = hopsFrom(src, mask);
   int h = ds[dst];
   if (h <= 0) {
     // Cannot happen (the widest route uses these types); fall back to it.
@@ -186,21 +217,42 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
     return f;
   }
   f.hops = h;
+  auto allowed = [&](const Arc &a) {
+    if (!(a.typeBit & mask))
+      return false;
+    if (a.u != src && t.device(a.u).kind == DeviceKind::Gpu)
+      return false;
+    return a.v == dst || t.device(a.v).kind != DeviceKind::Gpu;
+  };
   std::vector<int> dag;
-  for (size_t e = 0; e < edges.size(); ++e) {
-    const DEdge &d = edges[e];
-    if (ds[d.u] >= 0 && dt[d.v] >= 0 && ds[d.u] + 1 + dt[d.v] == h)
-      dag.push_back(static_cast<int>(e));
+  std::unordered_map<int, int> local{{dst, 0}};
+  std::vector<int> stack{dst};
+  while (!stack.empty()) {
+    int x = stack.back();
+    stack.pop_back();
+    if (x == src)
+      continue;
+    for (int id : inArcs[x]) {
+      const Arc &a = arcs[id];
+      if (!allowed(a) || ds[a.u] < 0 || ds[a.u] + 1 != ds[x])
+        continue;
+      dag.push_back(id);
+      if (local.try_emplace(a.u, static_cast<int>(local.size())).second)
+        stack.push_back(a.u);
+    }
   }
+  // Arc ids follow (link, dir): the order the max flow's paths depend on.
+  std::sort(dag.begin(), dag.end());
   auto solve = [&](bool raw, std::vector<double> *perEdge) {
-    FlowNet net(nd);
+    FlowNet net(static_cast<int>(local.size()));
     for (size_t k = 0; k < dag.size(); ++k) {
-      const DEdge &d = edges[dag[k]];
-      const topo::Link &l = t.link(d.link);
-      net.add(d.u, d.v, raw ? l.capacity(d.dir) : l.effectiveCapacity(d.dir),
+      const Arc &a = arcs[dag[k]];
+      const topo::Link &l = t.link(a.link);
+      net.add(local.at(a.u), local.at(a.v),
+              raw ? l.capacity(a.dir) : l.effectiveCapacity(a.dir),
               static_cast<int>(k));
     }
-    double total = net.run(src, dst);
+    double total = net.run(local.at(src), local.at(dst));
     if (perEdge) {
       perEdge->assign(dag.size(), 0);
       for (auto &vec : net.adj)
@@ -217,8 +269,8 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
   for (size_t k = 0; k < dag.size(); ++k) {
     if (perEdge[k] <= 0)
       continue;
-    const DEdge &d = edges[dag[k]];
-    byRes[resourceOf(d.link, d.dir)] += perEdge[k] / f.bandwidth;
+    const Arc &a = arcs[dag[k]];
+    byRes[resourceOf(a.link, a.dir)] += perEdge[k] / f.bandwidth;
   }
   f.res.assign(byRes.begin(), byRes.end());
   return f;
@@ -227,10 +279,13 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
 const PathFlow &LinkModel::rankFlow(int a, int b) {
   int n = topo->numRanks();
   assert(a >= 0 && b >= 0 && a < n && b < n && "rank out of range");
-  auto &slot = rankCache[static_cast<size_t>(a) * n + b];
-  if (!slot)
-    slot = deviceFlow(topo->rankDevice(a), topo->rankDevice(b));
-  return *slot;
+  uint64_t key = static_cast<uint64_t>(a) * static_cast<uint64_t>(n) + b;
+  auto it = rankCache.find(key);
+  if (it == rankCache.end())
+    it = rankCache
+             .emplace(key, deviceFlow(topo->rankDevice(a), topo->rankDevice(b)))
+             .first;
+  return it->second;
 }
 
 const PathFlow &LinkModel::viaFlow(int a, int outNic, int inNic, int b) {

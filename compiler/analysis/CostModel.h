@@ -19,10 +19,12 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -68,13 +70,37 @@ public:
   /// and NIC `inNic` of the receiver's node (device indices; -1 skips that
   /// NIC), cached. Used for the inter-node hops of multi-node rings.
   const PathFlow &viaFlow(int fromRank, int outNic, int inNic, int toRank);
-  /// Flow between any two devices (not cached).
+  /// Flow between any two devices (not cached itself; the route trees and
+  /// breadth-first searches it starts from are, a few per source and
+  /// destination, so routing many pairs costs about the paths' size each).
   PathFlow deviceFlow(int fromDevice, int toDevice) const;
 
 private:
+  /// A directed link usable by some flow: link `link` in direction `dir`,
+  /// from device u to device v, its type's bit in `typeBit`.
+  struct Arc {
+    int u, v, link, dir;
+    uint32_t typeBit;
+  };
+  /// Hop distances of a breadth-first search from device `root` over the
+  /// arcs of the link types in `mask`; GPUs other than the root are reached
+  /// but never passed through (-1: unreached).
+  struct Distances {
+    int root = -1;
+    uint32_t mask = 0;
+    std::vector<int> dist;
+  };
+  const std::vector<int> &hopsFrom(int root, uint32_t mask) const;
+  const topo::RouteTree &routeTree(int src) const;
+
   const topo::Topology *topo;
   std::vector<double> cap, rawCap;
-  std::vector<std::optional<PathFlow>> rankCache;
+  std::vector<Arc> arcs;                    ///< by (link, dir)
+  std::vector<std::vector<int>> outArcs, inArcs; ///< arc ids by device
+  /// Small most-recently-used caches (front: newest).
+  mutable std::vector<topo::RouteTree> trees;
+  mutable std::vector<Distances> searches;
+  std::unordered_map<uint64_t, PathFlow> rankCache; ///< key a * n + b
   std::map<std::tuple<int, int, int, int>, PathFlow> viaCache;
 };
 

@@ -178,8 +178,25 @@ std::unique_ptr<Lowering> makeTreesLowering(const LoweringInput &in) {
   return std::make_unique<TreesLowering>(in);
 }
 
+/// auto builds trees for at most this many ranks. Beyond it the forest's
+/// switch splitting and packing take minutes (128 ranks on 16 rail-optimised
+/// A100 boxes: about 60 s per packing, three packings per auto), and on
+/// every library topology above 32 ranks the rings or the hier-ring were
+/// faster anyway (docs/benchmarks/quality.md); `--algorithm trees` still
+/// builds them.
+constexpr int kAutoTreesMaxRanks = 64;
+
 llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
+  if (ctx.topology.numRanks() > kAutoTreesMaxRanks) {
+    c.lines.push_back(llvm::formatv("auto: trees not considered above {0} "
+                                    "ranks (building the forest takes "
+                                    "minutes at this scale; --algorithm "
+                                    "trees builds it)",
+                                    kAutoTreesMaxRanks)
+                          .str());
+    return c;
+  }
   c.request = candidateRequest(ctx.request, Algorithm::Trees);
   if (!ctx.request.treesPerRoot) {
     // The optimal k may need more chains than the channels allow: fall

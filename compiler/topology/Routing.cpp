@@ -71,18 +71,13 @@ struct PredRecorder : boost::base_visitor<PredRecorder> {
 
 } // namespace
 
-namespace {
-
-/// Single-source widest-then-shortest tree from `src`.
-struct RouteTree {
-  Graph g;
-  std::vector<EdgeDesc> predEdge;
-  std::vector<bool> hasPred;
-};
-
-void buildTree(const Topology &t, int src, RouteTree &tree) {
+RouteTree::RouteTree(const Topology &t, int source)
+    : topo(&t), src(source) {
   size_t n = t.devices().size();
-  tree.g = Graph(n);
+  pred.assign(n, Hop{});
+  if (src < 0 || static_cast<size_t>(src) >= n)
+    return;
+  Graph g(n);
   for (size_t i = 0; i < t.links().size(); ++i) {
     const Link &l = t.link(static_cast<int>(i));
     for (int dir = 0; dir < 2; ++dir) {
@@ -93,25 +88,25 @@ void buildTree(const Topology &t, int src, RouteTree &tree) {
         continue;
       if (l.effectiveCapacity(dir) <= 0)
         continue;
-      boost::add_edge(u, v,
-                      EdgeProp{static_cast<int>(i), dir,
-                               Cost{l.effectiveCapacity(dir), 1}},
-                      tree.g);
+      boost::add_edge(
+          u, v,
+          EdgeProp{static_cast<int>(i), dir, Cost{l.effectiveCapacity(dir), 1}},
+          g);
     }
   }
   std::vector<Cost> dist(n);
-  tree.predEdge.assign(n, EdgeDesc());
-  tree.hasPred.assign(n, false);
+  std::vector<EdgeDesc> predEdge(n);
+  std::vector<bool> hasPred(n, false);
   std::vector<boost::default_color_type> color(n);
-  auto index = boost::get(boost::vertex_index, tree.g);
+  auto index = boost::get(boost::vertex_index, g);
   PredRecorder rec;
-  rec.preds = &tree.predEdge;
-  rec.has = &tree.hasPred;
+  rec.preds = &predEdge;
+  rec.has = &hasPred;
   const Cost inf{-1, INT_MAX};
   const Cost zero{std::numeric_limits<double>::infinity(), 0};
   boost::dijkstra_shortest_paths(
-      tree.g, static_cast<std::size_t>(src),
-      boost::weight_map(boost::get(&EdgeProp::weight, tree.g))
+      g, static_cast<std::size_t>(src),
+      boost::weight_map(boost::get(&EdgeProp::weight, g))
           .distance_map(boost::make_iterator_property_map(dist.begin(), index))
           .distance_compare(Better())
           .distance_combine(Extend())
@@ -119,32 +114,35 @@ void buildTree(const Topology &t, int src, RouteTree &tree) {
           .distance_zero(zero)
           .color_map(boost::make_iterator_property_map(color.begin(), index))
           .visitor(boost::make_dijkstra_visitor(rec)));
+  for (size_t v = 0; v < n; ++v)
+    if (hasPred[v]) {
+      const EdgeProp &p = g[predEdge[v]];
+      pred[v] = Hop{p.link, p.dir, static_cast<int>(boost::source(predEdge[v], g)),
+                    static_cast<int>(v)};
+    }
 }
 
-Route extractRoute(const Topology &t, const RouteTree &tree, int src,
-                   int dst) {
+Route RouteTree::to(int dst) const {
   Route r;
   r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
-  if (src == dst) {
+  if (dst == src) {
     r.exists = true;
     return r;
   }
-  if (!tree.hasPred[dst])
+  if (dst < 0 || static_cast<size_t>(dst) >= pred.size() || pred[dst].link < 0)
     return Route{};
   std::vector<Hop> hops;
   for (int v = dst; v != src;) {
-    EdgeDesc e = tree.predEdge[v];
-    const EdgeProp &p = tree.g[e];
-    int u = static_cast<int>(boost::source(e, tree.g));
-    hops.push_back(Hop{p.link, p.dir, u, v});
-    v = u;
-    if (hops.size() > t.devices().size())
+    const Hop &h = pred[v];
+    hops.push_back(h);
+    v = h.fromDevice;
+    if (hops.size() > pred.size() || v < 0)
       return Route{}; // cannot happen: predecessor chains are acyclic
   }
   std::reverse(hops.begin(), hops.end());
   r.exists = true;
   for (const Hop &h : hops) {
-    const Link &l = t.link(h.link);
+    const Link &l = topo->link(h.link);
     r.bottleneck = std::min(r.bottleneck, l.effectiveCapacity(h.dir));
     r.rawBottleneck = std::min(r.rawBottleneck, l.capacity(h.dir));
     r.latency += l.latency;
@@ -153,26 +151,20 @@ Route extractRoute(const Topology &t, const RouteTree &tree, int src,
   return r;
 }
 
-} // namespace
-
 Route Topology::routeDevices(int src, int dst) const {
   int n = static_cast<int>(devices_.size());
   if (src < 0 || dst < 0 || src >= n || dst >= n)
     return Route{};
-  RouteTree tree;
-  buildTree(*this, src, tree);
-  return extractRoute(*this, tree, src, dst);
+  return RouteTree(*this, src).to(dst);
 }
 
 std::vector<Route> Topology::routesFrom(int fromRank) const {
   std::vector<Route> out(ranks_.size());
   if (fromRank < 0 || fromRank >= numRanks())
     return out;
-  RouteTree tree;
-  int src = ranks_[fromRank];
-  buildTree(*this, src, tree);
+  RouteTree tree(*this, ranks_[fromRank]);
   for (size_t r = 0; r < ranks_.size(); ++r)
-    out[r] = extractRoute(*this, tree, src, ranks_[r]);
+    out[r] = tree.to(ranks_[r]);
   return out;
 }
 

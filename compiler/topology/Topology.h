@@ -119,6 +119,25 @@ struct Route {
   bool found() const { return exists; }
 };
 
+class Topology;
+
+/// Widest-then-fewest-hops routes from one device to every device, from one
+/// single-source search (Topology::routeDevices). Holds a predecessor hop
+/// per device: O(devices) memory, so callers that route many pairs from one
+/// source build one tree and keep it (analysis::LinkModel caches a few).
+class RouteTree {
+public:
+  RouteTree(const Topology &t, int srcDevice);
+  int source() const { return src; }
+  /// The route to `dstDevice`; !found() when none exists.
+  Route to(int dstDevice) const;
+
+private:
+  const Topology *topo;
+  int src;
+  std::vector<Hop> pred; ///< the hop that reaches each device; link -1: none
+};
+
 /// A what-if patch operation (docs/TopologyFormat.md, "Scenarios").
 struct ScenarioOp {
   enum Kind { Fail, Scale, Set, Sweep, Extends };

@@ -9,10 +9,12 @@
 #include "compiler/analysis/CostModel.h"
 #include "compiler/passes/LowerRing.h"
 #include "compiler/topology/TopologyParser.h"
+#include "tests/support/Topologies.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <numeric>
 
 using namespace topocc;
 using namespace topocc::analysis;
@@ -253,3 +255,44 @@ TEST(CostModelTest, BusFactors) {
 }
 
 } // namespace
+
+// LinkModel keeps a few route trees and searches per source; a flow must not
+// depend on what the caches hold. Every GPU and NIC pair of a two-box
+// topology (more sources than the caches keep), asked in a scrambled order
+// of one model, against a fresh model per pair; and the route trees against
+// Topology::routeDevices.
+TEST(LinkModel, FlowsDoNotDependOnTheCaches) {
+  topo::Topology t = topocc::testing::libraryTopology("dgx-a100x2.yaml");
+  std::vector<int> ends;
+  for (size_t d = 0; d < t.devices().size(); ++d)
+    if (t.device(static_cast<int>(d)).kind != topo::DeviceKind::Switch)
+      ends.push_back(static_cast<int>(d));
+  ASSERT_GT(ends.size(), 16u); // more than the caches hold
+  std::vector<std::pair<int, int>> pairs;
+  for (int a : ends)
+    for (int b : ends)
+      pairs.push_back({a, b});
+  // A fixed scramble: stride coprime with the pair count.
+  size_t stride = 7919;
+  while (std::gcd(stride, pairs.size()) != 1)
+    ++stride;
+  LinkModel shared(t);
+  for (size_t i = 0, k = 0; i < pairs.size(); ++i, k = (k + stride) % pairs.size()) {
+    auto [a, b] = pairs[k];
+    PathFlow got = shared.deviceFlow(a, b);
+    PathFlow want = LinkModel(t).deviceFlow(a, b);
+    ASSERT_EQ(got.found, want.found) << a << " -> " << b;
+    EXPECT_EQ(got.res, want.res) << a << " -> " << b;
+    EXPECT_EQ(got.bandwidth, want.bandwidth);
+    EXPECT_EQ(got.rawBandwidth, want.rawBandwidth);
+    EXPECT_EQ(got.latency, want.latency);
+    EXPECT_EQ(got.hops, want.hops);
+    topo::Route r = topo::RouteTree(t, a).to(b), s = t.routeDevices(a, b);
+    ASSERT_EQ(r.found(), s.found());
+    ASSERT_EQ(r.hops.size(), s.hops.size());
+    for (size_t h = 0; h < r.hops.size(); ++h) {
+      EXPECT_EQ(r.hops[h].link, s.hops[h].link);
+      EXPECT_EQ(r.hops[h].dir, s.hops[h].dir);
+    }
+  }
+}
