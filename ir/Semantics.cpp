@@ -23,6 +23,146 @@
 
 namespace topocc::ir {
 
+std::shared_ptr<const SharedTerms::Body>
+SharedTerms::compactOf(const std::vector<Term> &t) {
+  if (t.size() < kCompactTerms)
+    return nullptr;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i].coeff != 1.0 || t[i].chunk != t.front().chunk ||
+        (i > 0 && t[i].rank <= t[i - 1].rank))
+      return nullptr;
+  // Sorted by (rank, chunk) with one chunk: ranks strictly increase.
+  auto b = std::make_shared<Body>();
+  b->compact = true;
+  b->count = t.size();
+  b->chunk = t.front().chunk;
+  b->base = t.front().rank;
+  b->bits.assign(static_cast<size_t>(t.back().rank - b->base) / 64 + 1, 0);
+  for (const Term &x : t) {
+    auto i = static_cast<size_t>(x.rank - b->base);
+    b->bits[i / 64] |= uint64_t(1) << (i % 64);
+  }
+  return b;
+}
+
+SharedTerms::SharedTerms(std::vector<Term> &&t) {
+  if (t.empty())
+    return;
+  if (auto c = compactOf(t)) {
+    p = std::move(c);
+    return;
+  }
+  auto b = std::make_shared<Body>();
+  b->count = t.size();
+  b->terms = std::move(t);
+  b->expanded = true;
+  p = std::move(b);
+}
+
+const std::vector<Term> &SharedTerms::get() const {
+  static const std::vector<Term> none;
+  if (!p)
+    return none;
+  if (!p->expanded) {
+    p->terms.reserve(p->count);
+    for (size_t w = 0; w < p->bits.size(); ++w)
+      for (uint64_t x = p->bits[w]; x; x &= x - 1)
+        p->terms.push_back(
+            Term{p->base + static_cast<RankId>(w * 64 + __builtin_ctzll(x)),
+                 p->chunk, 1.0});
+    p->expanded = true;
+  }
+  return p->terms;
+}
+
+bool operator==(const SharedTerms &a, const SharedTerms &b) {
+  if (a.p == b.p)
+    return true;
+  if (a.size() != b.size())
+    return false;
+  if (a.p && b.p && a.p->compact && b.p->compact)
+    return a.p->chunk == b.p->chunk && a.p->base == b.p->base &&
+           a.p->bits == b.p->bits;
+  // A compact list equals only a compact one (equal lists have the same
+  // form), except the empty list, handled above.
+  if (a.p && b.p && a.p->compact != b.p->compact)
+    return false;
+  return a.get() == b.get();
+}
+
+std::optional<SharedTerms> SharedTerms::unionOfDisjoint(const SharedTerms &x,
+                                                        const SharedTerms &y) {
+  if (!x.p || !y.p)
+    return std::nullopt;
+  // Each operand as (chunk, sorted ranks or bits): compact, or explicit
+  // and short with unit coefficients on one chunk.
+  auto uniform = [](const Body &b) {
+    if (b.compact)
+      return true;
+    for (const Term &t : b.terms)
+      if (t.coeff != 1.0 || t.chunk != b.terms.front().chunk)
+        return false;
+    return true;
+  };
+  auto chunkOf = [](const Body &b) {
+    return b.compact ? b.chunk : b.terms.front().chunk;
+  };
+  auto lowest = [](const Body &b) {
+    return b.compact ? b.base : b.terms.front().rank;
+  };
+  auto highest = [](const Body &b) {
+    if (!b.compact)
+      return b.terms.back().rank;
+    return b.base + static_cast<RankId>((b.bits.size() - 1) * 64 + 63 -
+                                        __builtin_clzll(b.bits.back()));
+  };
+  const Body &a = *x.p, &b = *y.p;
+  if (!uniform(a) || !uniform(b) || chunkOf(a) != chunkOf(b))
+    return std::nullopt;
+  if (!a.compact && !b.compact && a.count + b.count < kCompactTerms)
+    return std::nullopt; // small: the caller's merge is as cheap
+  auto out = std::make_shared<Body>();
+  out->compact = true;
+  out->chunk = chunkOf(a);
+  out->base = std::min(lowest(a), lowest(b));
+  out->count = a.count + b.count;
+  out->bits.assign(
+      static_cast<size_t>(std::max(highest(a), highest(b)) - out->base) / 64 +
+          1,
+      0);
+  for (const Body *src : {&a, &b}) {
+    if (src->compact) {
+      // Shift src's words by (src->base - out->base) bits.
+      auto shift = static_cast<size_t>(src->base - out->base);
+      size_t words = shift / 64, bitsOff = shift % 64;
+      for (size_t w = 0; w < src->bits.size(); ++w) {
+        uint64_t v = src->bits[w];
+        uint64_t lo = v << bitsOff;
+        if (out->bits[w + words] & lo)
+          return std::nullopt; // overlapping ranks: coefficient 2
+        out->bits[w + words] |= lo;
+        if (bitsOff && (v >> (64 - bitsOff))) {
+          uint64_t hi = v >> (64 - bitsOff);
+          if (out->bits[w + words + 1] & hi)
+            return std::nullopt;
+          out->bits[w + words + 1] |= hi;
+        }
+      }
+    } else {
+      for (const Term &t : src->terms) {
+        auto i = static_cast<size_t>(t.rank - out->base);
+        uint64_t bit = uint64_t(1) << (i % 64);
+        if (out->bits[i / 64] & bit)
+          return std::nullopt;
+        out->bits[i / 64] |= bit;
+      }
+    }
+  }
+  SharedTerms r;
+  r.p = std::move(out);
+  return r;
+}
+
 namespace {
 
 SymValue undefined() { return SymValue{}; }
@@ -40,6 +180,9 @@ SymValue combine(double a, const SymValue &x, double b, const SymValue &y) {
     return x;
   if (a == 0.0 && b == 1.0)
     return y;
+  if (a == 1.0 && b == 1.0)
+    if (auto u = SharedTerms::unionOfDisjoint(x.terms, y.terms))
+      return SymValue{std::move(*u), false};
   std::vector<Term> terms;
   terms.reserve(x.terms.size() + y.terms.size());
   auto key = [](const Term &t) { return std::make_pair(t.rank, t.chunk); };

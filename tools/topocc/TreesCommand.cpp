@@ -37,6 +37,7 @@ struct TreesOptions : GraphOptions {
   std::string treesPerRoot = "auto";
   std::string policy = "proposal";
   bool timeStages = false;
+  bool verbose = false; ///< list every tree (text output)
 };
 
 /// A path in the orientation data moves: as packed for allgather, reversed
@@ -106,7 +107,7 @@ llvm::json::Object forestJson(const topo::Topology &t,
 
 void printForest(llvm::raw_ostream &os, const topo::Topology &t,
                  const algorithms::Forest &f, llvm::StringRef phase,
-                 double bytes) {
+                 double bytes, bool listTrees) {
   const int n = t.numRanks();
   double boundAlgbw = n / f.bound.lambda.value() * 1e9;
   double algbw = f.algbw(n);
@@ -138,6 +139,15 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
   else if (f.trees.symmetryFallback)
     os << "  packing: the symmetric packing got stuck; packed without "
           "symmetry\n";
+  if (!listTrees) {
+    size_t arcs = 0;
+    for (const algorithms::PhysicalTree &pt : f.trees.physical)
+      arcs += pt.paths.size();
+    os << llvm::formatv("  {0} physical tree arcs; --verbose (or --format "
+                        "json) lists every tree\n",
+                        arcs);
+    return;
+  }
   for (size_t ti = 0; ti < distinct; ++ti) {
     const algorithms::PackedTree &tr = f.trees.trees[ti];
     os << llvm::formatv("  tree {0}: root {1} ({2}), {3} unit{4}, height {5}\n",
@@ -298,7 +308,7 @@ llvm::Error runTrees(const TreesOptions &opts) {
                           "ranks (a max-flow per rank pair)\n",
                           kRoutedMaxRanks);
     for (auto &[phase, f] : forests)
-      printForest(os, t, f, phase, bytes);
+      printForest(os, t, f, phase, bytes, opts.verbose);
   }
   os.flush();
   return writeOutputFile("-", out);
@@ -323,6 +333,9 @@ void registerTreesCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_flag("--time-stages", opts->timeStages,
                 "Print each stage's wall time to stderr");
+  cmd->add_flag("--verbose,-v", opts->verbose,
+                "List every tree with its arcs' paths (the default prints "
+                "each forest's summary)");
   cmd->callback([opts] { finishCommand(runTrees(*opts)); });
 }
 
