@@ -11,6 +11,7 @@
 
 #include "backends/PlanJson.h"
 #include "compiler/analysis/ComputeModel.h"
+#include "compiler/lowerings/Lowering.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Verifier.h"
 
@@ -210,3 +211,81 @@ TEST(CompileAuto, ConsidersCerarOnlyWithATolerance) {
 }
 
 } // namespace
+
+// auto's candidate list at cluster scale, without compiling anything: on
+// 512 ranks (64 boxes of 8 GPUs on 8 rail switches) the ring's channel
+// variants stop where a schedule would pass about 2 million ops (4
+// channels: 2.09 million, 8 channels: 4.2 million), and trees are not
+// built above 64 ranks; both say so in --explain. On 128 ranks every ring
+// variant stays (32 channels: 1.04 million ops).
+TEST(CompileAuto, CandidatesAtClusterScale) {
+  auto topoOf = [](int boxes) {
+    std::string y =
+        "schema: topocc/v1\n"
+        "link_classes:\n"
+        "  nv: { type: nvlink, bandwidth: 300 GB/s, latency: 1 us }\n"
+        "  ib: { type: ib, bandwidth: 25 GB/s, latency: 2 us }\n"
+        "node_templates:\n"
+        "  box:\n"
+        "    gpus: [ { name: \"g{i:0-7}\" } ]\n"
+        "    nics: [ { name: \"n{i:0-7}\" } ]\n"
+        "    switches: [ { name: nvs, kind: nvswitch },\n"
+        "                { name: plx, kind: pcie-switch } ]\n"
+        "    links:\n"
+        "      - { from: \"g{i:0-7}\", to: nvs, class: nv }\n"
+        "      - { from: \"g{i:0-7}\", to: plx, class: nv }\n"
+        "      - { from: \"n{i:0-7}\", to: plx, class: nv }\n"
+        "nodes:\n"
+        "  - { name: \"b{b:0-" + std::to_string(boxes - 1) + "}\", template: box }\n"
+        "fabric:\n"
+        "  switches: [ { name: \"rail{r:0-7}\", kind: ib-switch } ]\n"
+        "  links:\n"
+        "    - { from: \"b{b:0-" + std::to_string(boxes - 1) +
+        "}/n{r:0-7}\", to: \"rail{r}\", class: ib }\n";
+    auto t = topo::parseTopology(y, "t.yaml");
+    EXPECT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+    return std::move(*t);
+  };
+  CompileRequest req;
+  req.algorithm = Algorithm::Auto;
+  req.collective = ir::Collective::AllReduce;
+  req.channels = 0;
+  auto flagsOf = [](const lowerings::AutoCandidate &c) {
+    std::vector<std::string> f;
+    for (auto &[flags, v] : c.variants)
+      f.push_back(flags);
+    return f;
+  };
+
+  topo::Topology big = topoOf(64);
+  ASSERT_EQ(big.numRanks(), 512);
+  lowerings::AutoContext ctx{big, req, true, {}};
+  auto ring = lowerings::autoCandidate(Algorithm::Ring, ctx);
+  ASSERT_TRUE(static_cast<bool>(ring)) << llvm::toString(ring.takeError());
+  EXPECT_EQ(flagsOf(*ring),
+            (std::vector<std::string>{"--channels 2", "--channels 4"}));
+  ASSERT_EQ(ring->lines.size(), 1u);
+  EXPECT_EQ(ring->lines[0],
+            "auto: ring --channels 8 and more not considered (about 4.2 "
+            "million ops; auto compiles ring variants up to 2.1 million; "
+            "--algorithm ring --channels 8 builds it)");
+  auto trees = lowerings::autoCandidate(Algorithm::Trees, ctx);
+  ASSERT_TRUE(static_cast<bool>(trees));
+  EXPECT_FALSE(trees->request.has_value());
+  ASSERT_EQ(trees->lines.size(), 1u);
+  EXPECT_NE(trees->lines[0].find("trees not considered above 64 ranks"),
+            std::string::npos);
+
+  topo::Topology mid = topoOf(16);
+  lowerings::AutoContext ctx2{mid, req, true, {}};
+  auto ring2 = lowerings::autoCandidate(Algorithm::Ring, ctx2);
+  ASSERT_TRUE(static_cast<bool>(ring2));
+  EXPECT_EQ(flagsOf(*ring2),
+            (std::vector<std::string>{"--channels 2", "--channels 4",
+                                      "--channels 8", "--channels 16",
+                                      "--channels 32"}));
+  EXPECT_TRUE(ring2->lines.empty());
+  auto trees2 = lowerings::autoCandidate(Algorithm::Trees, ctx2);
+  ASSERT_TRUE(static_cast<bool>(trees2));
+  EXPECT_FALSE(trees2->request.has_value()); // 128 ranks: above 64 too
+}
