@@ -18,7 +18,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <set>
+#include <unordered_map>
 
 namespace topocc::analysis {
 
@@ -50,8 +50,8 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
         continue;
       int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
       int id = static_cast<int>(arcs.size());
-      arcs.push_back({u, v, static_cast<int>(i), d,
-                      1u << static_cast<unsigned>(l.type)});
+      arcs.push_back(
+          {u, v, static_cast<int>(i), d, 1u << static_cast<unsigned>(l.type)});
       outArcs[u].push_back(id);
       inArcs[v].push_back(id);
     }

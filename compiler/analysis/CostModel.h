@@ -95,7 +95,7 @@ private:
 
   const topo::Topology *topo;
   std::vector<double> cap, rawCap;
-  std::vector<Arc> arcs;                    ///< by (link, dir)
+  std::vector<Arc> arcs;                         ///< by (link, dir)
   std::vector<std::vector<int>> outArcs, inArcs; ///< arc ids by device
   /// Small most-recently-used caches (front: newest).
   mutable std::vector<topo::RouteTree> trees;

@@ -71,8 +71,7 @@ struct PredRecorder : boost::base_visitor<PredRecorder> {
 
 } // namespace
 
-RouteTree::RouteTree(const Topology &t, int source)
-    : topo(&t), src(source) {
+RouteTree::RouteTree(const Topology &t, int source) : topo(&t), src(source) {
   size_t n = t.devices().size();
   pred.assign(n, Hop{});
   if (src < 0 || static_cast<size_t>(src) >= n)
@@ -117,8 +116,9 @@ RouteTree::RouteTree(const Topology &t, int source)
   for (size_t v = 0; v < n; ++v)
     if (hasPred[v]) {
       const EdgeProp &p = g[predEdge[v]];
-      pred[v] = Hop{p.link, p.dir, static_cast<int>(boost::source(predEdge[v], g)),
-                    static_cast<int>(v)};
+      pred[v] =
+          Hop{p.link, p.dir, static_cast<int>(boost::source(predEdge[v], g)),
+              static_cast<int>(v)};
     }
 }
 

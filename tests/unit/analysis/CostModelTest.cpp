@@ -277,7 +277,8 @@ TEST(LinkModel, FlowsDoNotDependOnTheCaches) {
   while (std::gcd(stride, pairs.size()) != 1)
     ++stride;
   LinkModel shared(t);
-  for (size_t i = 0, k = 0; i < pairs.size(); ++i, k = (k + stride) % pairs.size()) {
+  for (size_t i = 0, k = 0; i < pairs.size();
+       ++i, k = (k + stride) % pairs.size()) {
     auto [a, b] = pairs[k];
     PathFlow got = shared.deviceFlow(a, b);
     PathFlow want = LinkModel(t).deviceFlow(a, b);

@@ -236,11 +236,14 @@ TEST(CompileAuto, CandidatesAtClusterScale) {
         "      - { from: \"g{i:0-7}\", to: plx, class: nv }\n"
         "      - { from: \"n{i:0-7}\", to: plx, class: nv }\n"
         "nodes:\n"
-        "  - { name: \"b{b:0-" + std::to_string(boxes - 1) + "}\", template: box }\n"
+        "  - { name: \"b{b:0-" +
+        std::to_string(boxes - 1) +
+        "}\", template: box }\n"
         "fabric:\n"
         "  switches: [ { name: \"rail{r:0-7}\", kind: ib-switch } ]\n"
         "  links:\n"
-        "    - { from: \"b{b:0-" + std::to_string(boxes - 1) +
+        "    - { from: \"b{b:0-" +
+        std::to_string(boxes - 1) +
         "}/n{r:0-7}\", to: \"rail{r}\", class: ib }\n";
     auto t = topo::parseTopology(y, "t.yaml");
     EXPECT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
@@ -280,10 +283,9 @@ TEST(CompileAuto, CandidatesAtClusterScale) {
   lowerings::AutoContext ctx2{mid, req, true, {}};
   auto ring2 = lowerings::autoCandidate(Algorithm::Ring, ctx2);
   ASSERT_TRUE(static_cast<bool>(ring2));
-  EXPECT_EQ(flagsOf(*ring2),
-            (std::vector<std::string>{"--channels 2", "--channels 4",
-                                      "--channels 8", "--channels 16",
-                                      "--channels 32"}));
+  EXPECT_EQ(flagsOf(*ring2), (std::vector<std::string>{
+                                 "--channels 2", "--channels 4", "--channels 8",
+                                 "--channels 16", "--channels 32"}));
   EXPECT_TRUE(ring2->lines.empty());
   auto trees2 = lowerings::autoCandidate(Algorithm::Trees, ctx2);
   ASSERT_TRUE(static_cast<bool>(trees2));

@@ -162,7 +162,8 @@ TEST(Semantics, CompactTermsReadAndCombineLikeExplicitOnes) {
   std::vector<RankId> low{0, 1, 2, 3};
   std::vector<RankId> high = span(131, 300);
   high.push_back(1000);
-  for (const std::vector<RankId> &other : {low, high, std::vector<RankId>{69}}) {
+  for (const std::vector<RankId> &other :
+       {low, high, std::vector<RankId>{69}}) {
     SharedTerms b = unitTerms(other, 5);
     auto u = SharedTerms::unionOfDisjoint(a, b);
     ASSERT_TRUE(u.has_value());
