@@ -6,7 +6,9 @@
 // complete slice per transfer with message, ranks and bytes in its args,
 // times in microseconds, then one flow arrow per dependency between
 // transfers (SimResult::flows). The simulator returns the data; this file
-// only formats it. Stage: output. Deterministic.
+// only formats it, streaming one event per line (memory of one event, not of
+// the document), and can measure the output's size without keeping it.
+// Stage: output. Deterministic.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_BACKENDS_TRACE_H
@@ -18,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <string>
 
 namespace topocc::backends {
@@ -36,6 +39,12 @@ namespace topocc::backends {
 void writeChromeTrace(llvm::raw_ostream &os, const analysis::SimResult &r,
                       llvm::ArrayRef<std::string> resourceNames,
                       llvm::StringRef title);
+
+/// The number of bytes writeChromeTrace writes (a dry run: nothing is
+/// kept), so a caller can refuse a trace over a size limit before writing.
+uint64_t chromeTraceBytes(const analysis::SimResult &r,
+                          llvm::ArrayRef<std::string> resourceNames,
+                          llvm::StringRef title);
 
 /// The same as a string.
 std::string writeChromeTrace(const analysis::SimResult &r,

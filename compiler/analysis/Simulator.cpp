@@ -268,6 +268,7 @@ private:
   uint64_t seq = 0;
   size_t events = 0;
   std::vector<SimTransfer> transfers;
+  size_t transferCount = 0; ///< recorded or not (SimOptions::maxTransfers)
 };
 
 int Sim::routeFor(int a, int b, int channel) {
@@ -594,7 +595,7 @@ void Sim::hop(uint32_t id, double now) {
     rs.freeAt = s1;
     rs.busy += serve;
     rs.bytes += b;
-    if (o.recordTransfers)
+    if (o.recordTransfers && ++transferCount <= o.maxTransfers)
       transfers.push_back({e.res, static_cast<int>(id),
                            static_cast<int>(ops[msg.senderOp].rank),
                            static_cast<int>(ops[msg.receiverOp].rank), s0, s1,
@@ -724,7 +725,9 @@ llvm::Expected<SimResult> Sim::run() {
                      [](const SimTransfer &a, const SimTransfer &b) {
                        return a.start < b.start;
                      });
-    out.flows = flowsOf(transfers);
+    out.transferCount = transferCount;
+    if (transfers.size() == transferCount)
+      out.flows = flowsOf(transfers);
     // Messages by their schedule ids, with the iteration beside.
     if (msgStride > 0)
       for (SimTransfer &x : transfers) {

@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -94,6 +95,10 @@ struct SimOptions {
   std::optional<double> reduceBandwidth;
   /// Record every link transfer (for traces); off for speed.
   bool recordTransfers = false;
+  /// With recordTransfers: keep at most this many transfers (a trace's
+  /// memory stays bounded); later ones are only counted
+  /// (SimResult::transferCount), and no flows are derived.
+  size_t maxTransfers = SIZE_MAX;
   /// Fixed NIC routes per rank pair; the first hint of a pair wins, pairs
   /// without one route freely.
   std::vector<SimRouteHint> routeHints;
@@ -153,6 +158,9 @@ struct SimResult {
   std::vector<SimStep> criticalPath; ///< first op to the last one
   std::vector<SimTransfer> transfers; ///< by start time (recordTransfers)
   std::vector<SimFlow> flows; ///< by (to, from) (recordTransfers)
+  /// Transfers of the run (recordTransfers), also those past maxTransfers:
+  /// transfers.size() < transferCount says the record was cut short.
+  size_t transferCount = 0;
   size_t events = 0; ///< events processed
 };
 

@@ -62,10 +62,12 @@ public:
     return e;
   }
 
-  llvm::Expected<std::optional<SimResult>> traceRun(double bytes) override {
+  llvm::Expected<std::optional<SimResult>>
+  traceRun(double bytes, size_t maxTransfers) override {
     SimOptions o = opts;
     o.bytes = bytes;
     o.recordTransfers = true;
+    o.maxTransfers = maxTransfers;
     auto r = simulate(s, m, o);
     if (!r)
       return r.takeError();

@@ -90,9 +90,11 @@ class WhatIfEvaluator {
 public:
   virtual ~WhatIfEvaluator();
   virtual llvm::Expected<WhatIfEstimate> estimate(double bytes) = 0;
-  /// One run with every transfer recorded, for traces; nullopt for
-  /// algorithms that are not simulated.
-  virtual llvm::Expected<std::optional<SimResult>> traceRun(double bytes) {
+  /// One run with every transfer recorded (at most `maxTransfers` kept,
+  /// SimOptions::maxTransfers), for traces; nullopt for algorithms that are
+  /// not simulated.
+  virtual llvm::Expected<std::optional<SimResult>>
+  traceRun(double bytes, size_t maxTransfers) {
     return std::nullopt;
   }
   /// The breakdown at `bytes`; nullopt for algorithms that are not

@@ -74,9 +74,11 @@ int reportError(llvm::Error err) {
   return code;
 }
 
-llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
+llvm::Error
+writeOutputStream(llvm::StringRef path,
+                  llvm::function_ref<void(llvm::raw_ostream &)> write) {
   if (path == "-") {
-    llvm::outs() << text;
+    write(llvm::outs());
     llvm::outs().flush();
     return llvm::Error::success();
   }
@@ -84,7 +86,7 @@ llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return makeUserError("cannot write '" + path + "': " + ec.message());
-  os << text;
+  write(os);
   os.close();
   if (os.has_error()) {
     std::string msg = os.error().message();
@@ -92,6 +94,10 @@ llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
     return makeUserError("cannot write '" + path + "': " + msg);
   }
   return llvm::Error::success();
+}
+
+llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {
+  return writeOutputStream(path, [&](llvm::raw_ostream &os) { os << text; });
 }
 
 llvm::Expected<ir::Collective> parseCollective(llvm::StringRef name) {

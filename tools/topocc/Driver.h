@@ -12,6 +12,7 @@
 #include "ir/Schedule.h"
 #include "support/ByteSize.h" // sizeText, plainNumber
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -44,6 +45,12 @@ llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
 /// Opens `path` for writing ("-" is stdout) and writes `text`; user error if
 /// the file cannot be written.
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text);
+
+/// The same for output written as a stream (large files: nothing is held in
+/// memory); `write` writes the whole content to the stream it gets.
+llvm::Error
+writeOutputStream(llvm::StringRef path,
+                  llvm::function_ref<void(llvm::raw_ostream &)> write);
 
 /// "text" or "json"; user error otherwise.
 llvm::Error checkFormat(llvm::StringRef format);

@@ -55,6 +55,7 @@ struct WhatIfOptions {
   std::string output = "-";
   int timeSimulation = 0;
   std::string trace;
+  std::string traceLimit = "256M";
   std::string svg;
   bool explain = false;
 };
@@ -82,32 +83,73 @@ llvm::Error explainAlgorithms(
   return llvm::Error::success();
 }
 
+/// Every transfer is one trace event of at least this many bytes (an "X"
+/// slice with its name, track, times and arguments is about 150).
+constexpr double kMinTraceEventBytes = 100;
+
 /// --trace: the first simulated algorithm on the base topology at the
-/// largest size.
+/// largest size, refused when the trace would exceed `limit` bytes. The
+/// simulator keeps at most limit / kMinTraceEventBytes transfers, so memory
+/// stays bounded by the limit whatever the run's size.
 llvm::Error writeTrace(const topo::Topology &t,
                        llvm::ArrayRef<const analysis::WhatIfAlgorithm *> algos,
                        const analysis::WhatIfSettings &settings, double bytes,
-                       llvm::StringRef path) {
+                       llvm::StringRef path, double limit) {
   analysis::LinkModel m(t);
   analysis::WhatIfContext ctx{t, m, settings, bytes};
   for (const analysis::WhatIfAlgorithm *a : algos) {
     auto eval = a->make(ctx);
     if (!eval)
       return eval.takeError();
-    auto run = (*eval)->traceRun(bytes);
+    auto maxTransfers = static_cast<size_t>(limit / kMinTraceEventBytes) + 1;
+    auto run = (*eval)->traceRun(bytes, maxTransfers);
     if (!run)
       return run.takeError();
     if (!*run)
       continue;
+    const analysis::SimResult &r = **run;
+    std::string what = llvm::formatv("{0} {1} {2}", a->name,
+                                     ir::collectiveName(settings.collective),
+                                     sizeText(bytes))
+                           .str();
+    auto refuse = [&](llvm::StringRef size) {
+      return makeUserError(llvm::formatv(
+          "--trace: the trace of {0} would be {1}, over --trace-limit {2}; "
+          "raise --trace-limit, or trace a smaller size (the trace is of "
+          "the largest of --sizes) or a smaller topology",
+          what, size, sizeText(limit)));
+    };
+    if (r.transfers.size() < r.transferCount)
+      return refuse(llvm::formatv("at least {0} ({1} link transfers, at "
+                                  "least {2} bytes of trace each)",
+                                  sizeText(static_cast<double>(
+                                               r.transferCount) *
+                                           kMinTraceEventBytes),
+                                  r.transferCount,
+                                  static_cast<int>(kMinTraceEventBytes))
+                        .str());
     std::vector<std::string> names;
-    for (int r = 0; r < m.numResources(); ++r)
-      names.push_back(m.resourceName(r));
+    for (int res = 0; res < m.numResources(); ++res)
+      names.push_back(m.resourceName(res));
     std::string title = llvm::formatv("{0} {1} {2} B on {3}", a->name,
                                       ir::collectiveName(settings.collective),
                                       static_cast<int64_t>(bytes), t.name())
                             .str();
-    return writeOutputFile(path,
-                           backends::writeChromeTrace(**run, names, title));
+    uint64_t size = backends::chromeTraceBytes(r, names, title);
+    if (size > limit)
+      return refuse(sizeText(static_cast<double>(size)));
+    if (auto err = writeOutputStream(path, [&](llvm::raw_ostream &os) {
+          backends::writeChromeTrace(os, r, names, title);
+        }))
+      return err;
+    // On stderr: stdout carries the table (or CSV, JSON) scripts read.
+    if (path != "-")
+      llvm::errs() << llvm::formatv(
+          "wrote {0}: trace of {1}, {2} link transfers, {3} dependencies, "
+          "{4}\n",
+          path, what, r.transfers.size(), r.flows.size(),
+          sizeText(static_cast<double>(size)));
+    return llvm::Error::success();
   }
   return makeUserError("--trace needs a simulated algorithm that applies "
                        "(ring, rank-ring, trees or hier-ring) in --algorithms");
@@ -119,6 +161,9 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   if (opts.format != "table" && opts.format != "csv" && opts.format != "json")
     return makeUserError("unknown --format '" + opts.format +
                          "' (expected table, csv or json)");
+  auto traceLimit = parseByteSize(opts.traceLimit, "--trace-limit");
+  if (!traceLimit)
+    return traceLimit.takeError();
   WhatIfRequest req;
   auto coll = parseCollective(opts.collective);
   if (!coll)
@@ -177,7 +222,7 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
 
   if (!opts.trace.empty())
     if (auto err = writeTrace(*base, algos, settings, sizes.back(),
-                              opts.trace))
+                              opts.trace, *traceLimit))
       return err;
 
   if (!opts.svg.empty()) {
@@ -252,6 +297,10 @@ void registerWhatIfCommand(CLI::App &app) {
   cmd->add_option("--trace", opts->trace,
                   "Write a Perfetto/Chrome trace JSON of the first simulated "
                   "algorithm at the largest size on the base topology");
+  cmd->add_option("--trace-limit", opts->traceLimit,
+                  "Largest trace --trace writes (a longer run is refused "
+                  "before anything is written)")
+      ->capture_default_str();
   cmd->add_option("--svg", opts->svg,
                   "Write busbw vs message size as an SVG plot (one line per "
                   "algorithm and scenario, the bound dashed)");

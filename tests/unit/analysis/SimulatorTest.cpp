@@ -298,6 +298,17 @@ TEST(SimulatorTest, TransfersAreRecordedAndRunsAreDeterministic) {
       EXPECT_GE(x.start, a->transfers[i - 1].start);
     }
   }
+  EXPECT_EQ(a->transferCount, a->transfers.size());
+  EXPECT_FALSE(a->flows.empty());
+  // A capped record keeps the first transfers, counts them all and derives
+  // no flows; the timing does not change.
+  o.maxTransfers = 5;
+  auto capped = simulate(s, m, o);
+  ASSERT_TRUE(bool(capped));
+  EXPECT_EQ(capped->transfers.size(), 5u);
+  EXPECT_EQ(capped->transferCount, a->transfers.size());
+  EXPECT_TRUE(capped->flows.empty());
+  EXPECT_EQ(capped->time, a->time);
   // Without recording, nothing is kept.
   o.recordTransfers = false;
   auto c = simulate(s, m, o);
