@@ -15,6 +15,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -50,6 +51,7 @@ llvm::Error passBroke(llvm::StringRef pass,
 /// Runs `step`, recording its wall time under `name`.
 template <typename Step>
 llvm::Error timed(PassLogger &log, llvm::StringRef name, Step step) {
+  ProgressTask progress(name);
   auto start = std::chrono::steady_clock::now();
   llvm::Error err = step();
   log.recordTime(name, std::chrono::duration<double>(

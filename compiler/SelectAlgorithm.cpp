@@ -8,6 +8,7 @@
 #include "compiler/analysis/CostModel.h"
 #include "compiler/lowerings/Lowering.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -101,13 +102,17 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   std::optional<CompileRequest> bestRequest;
   double bestTime = std::numeric_limits<double>::infinity();
   std::string bestFlags; ///< the winning variant's flags, or empty
+  ProgressTask progress("auto", loweringAlgorithms().size(), "algorithms");
   for (Algorithm a : loweringAlgorithms()) {
+    progress.advance();
     auto candidate = lowerings::autoCandidate(a, ctx);
     if (!candidate)
       return candidate.takeError();
     lines.insert(lines.end(), candidate->lines.begin(), candidate->lines.end());
     if (!candidate->request)
       continue;
+    ProgressTask schedules(algorithmName(a), 1 + candidate->variants.size(),
+                           "schedules");
     CompileRequest sub = *candidate->request;
     sub.verify = false; // the winner is compiled again, verified
     PassLogger quiet;
@@ -148,9 +153,11 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
         bestFlags.clear();
       }
     }
+    schedules.advance();
     for (auto &[flags, variant] : candidate->variants) {
       variant.verify = false;
       auto v = compile(*t, variant, quiet);
+      schedules.advance();
       if (!v) {
         auto line = notApplicable((algorithmName(a) + " " + flags).str(),
                                   v.takeError());
@@ -189,6 +196,9 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   // compiled again, verified, and logged when the caller prints the IR or
   // times the passes. The same request gives the same schedule.
   bestRequest->verify = true;
+  ProgressTask winner(("the winner, verified: " + algorithmName(best->algorithm) +
+                       (bestFlags.empty() ? "" : " " + bestFlags))
+                          .str());
   auto again = compile(*t, *bestRequest, log);
   if (!again)
     return again.takeError();

@@ -6,6 +6,7 @@
 #include "compiler/Pipeline.h"
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -55,8 +56,7 @@ std::vector<int64_t> sizeWindowSamples(int64_t minBytes, int64_t maxBytes) {
 llvm::Expected<std::vector<SizeWindow>>
 compileSizeWindows(const topo::Topology &t, const CompileRequest &req,
                    int64_t minBytes, int64_t maxBytes,
-                   bool mustServePowersOfTwo,
-                   const SizeWindowProgress &progress) {
+                   bool mustServePowersOfTwo) {
   if (req.algorithm != Algorithm::Auto)
     return makeInternalError("compileSizeWindows needs --algorithm auto");
   if (!(minBytes > 0 && minBytes <= maxBytes))
@@ -66,10 +66,10 @@ compileSizeWindows(const topo::Topology &t, const CompileRequest &req,
   const std::vector<int64_t> samples = sizeWindowSamples(minBytes, maxBytes);
   std::vector<SizeWindow> windows;
   uint64_t lastHash = 0;
+  ProgressTask progress("compile --sizes", samples.size(), "sizes");
   for (size_t i = 0; i < samples.size(); ++i) {
     const int64_t bytes = samples[i];
-    if (progress)
-      progress(i, samples.size(), bytes);
+    progress.set(i);
     CompileRequest sub = req;
     sub.bytes = double(bytes);
     sub.autoMustServe =

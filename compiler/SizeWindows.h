@@ -52,10 +52,6 @@ struct SizeWindow {
   CompileResult result;
 };
 
-/// Called before each size is compiled: its index, the count and the size.
-using SizeWindowProgress =
-    std::function<void(size_t index, size_t count, int64_t bytes)>;
-
 /// Runs compile() with `req` (REQUIRES: req.algorithm is Auto) at every
 /// sample of [minBytes, maxBytes], req.bytes set to the sample, and groups
 /// consecutive samples that chose the same schedule (same algorithm, same
@@ -67,8 +63,7 @@ using SizeWindowProgress =
 llvm::Expected<std::vector<SizeWindow>>
 compileSizeWindows(const topo::Topology &t, const CompileRequest &req,
                    int64_t minBytes, int64_t maxBytes,
-                   bool mustServePowersOfTwo,
-                   const SizeWindowProgress &progress = {});
+                   bool mustServePowersOfTwo);
 
 /// Names window i's schedule as `compile --sizes` does:
 /// TOPOLOGY_ALGORITHM_COLLECTIVE_MODE_wI (MODE inplace or outofplace).

@@ -225,8 +225,7 @@ runWhatIfReport(const topo::Topology &base,
                 llvm::ArrayRef<const analysis::WhatIfAlgorithm *> algos,
                 llvm::ArrayRef<double> sizes,
                 const analysis::WhatIfSettings &settings,
-                llvm::ArrayRef<WhatIfVariant> variants,
-                const analysis::WhatIfProgress &progress) {
+                llvm::ArrayRef<WhatIfVariant> variants) {
   analysis::WhatIfReport report;
   report.topology = base.name().str();
   report.settings = settings;
@@ -237,7 +236,7 @@ runWhatIfReport(const topo::Topology &base,
   auto add = [&](const topo::Topology &t, llvm::StringRef name,
                  llvm::StringRef detail) -> llvm::Error {
     auto table =
-        analysis::runWhatIf(t, algos, sizes, settings, name, detail, progress);
+        analysis::runWhatIf(t, algos, sizes, settings, name, detail);
     if (!table)
       return table.takeError();
     report.tables.push_back(std::move(*table));
@@ -267,8 +266,7 @@ llvm::Expected<WhatIfPlan> planWhatIf(const WhatIfRequest &req) {
 }
 
 llvm::Expected<analysis::WhatIfReport>
-whatIfReport(const topo::Topology &base, const WhatIfRequest &req,
-             const analysis::WhatIfProgress &progress) {
+whatIfReport(const topo::Topology &base, const WhatIfRequest &req) {
   auto plan = planWhatIf(req);
   if (!plan)
     return plan.takeError();
@@ -276,7 +274,7 @@ whatIfReport(const topo::Topology &base, const WhatIfRequest &req,
   if (!variants)
     return variants.takeError();
   return runWhatIfReport(base, plan->algos, plan->sizes, plan->settings,
-                         *variants, progress);
+                         *variants);
 }
 
 } // namespace topocc

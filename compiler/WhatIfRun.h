@@ -71,8 +71,7 @@ runWhatIfReport(const topo::Topology &base,
                 llvm::ArrayRef<const analysis::WhatIfAlgorithm *> algos,
                 llvm::ArrayRef<double> sizes,
                 const analysis::WhatIfSettings &settings,
-                llvm::ArrayRef<WhatIfVariant> variants,
-                const analysis::WhatIfProgress &progress = {});
+                llvm::ArrayRef<WhatIfVariant> variants);
 
 /// What a request runs: its settings, sizes and algorithms (pointers into
 /// `registry`, which moves with them).
@@ -90,8 +89,7 @@ llvm::Expected<WhatIfPlan> planWhatIf(const WhatIfRequest &req);
 /// All of the above in the CLI's order: the settings, the sizes, the
 /// algorithms, the variants and the run.
 llvm::Expected<analysis::WhatIfReport>
-whatIfReport(const topo::Topology &base, const WhatIfRequest &req,
-             const analysis::WhatIfProgress &progress = {});
+whatIfReport(const topo::Topology &base, const WhatIfRequest &req);
 
 } // namespace topocc
 

@@ -28,6 +28,7 @@
 #include "ir/PrinterUtil.h"
 #include "ir/Semantics.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -841,6 +842,7 @@ std::string formatProblem(const VerifyProblem &p) {
 }
 
 llvm::Error verifySchedule(const Schedule &s, const VerifyOptions &opts) {
+  ProgressTask progress("verify");
   std::vector<VerifyProblem> problems = findProblems(s, opts);
   if (problems.empty())
     return llvm::Error::success();

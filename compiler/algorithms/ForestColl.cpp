@@ -12,6 +12,7 @@
 #include "compiler/algorithms/ForestColl.h"
 
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -140,6 +141,8 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
   }
   Forest f;
   f.reversed = opts.reversed;
+  ProgressTask progress(opts.reversed ? "reduce-scatter forest"
+                                      : "allgather forest");
   auto t0 = std::chrono::steady_clock::now();
   auto bound = analysis::dinkelbachBound(g, opts.reversed);
   if (!bound)
@@ -185,7 +188,9 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
               .first->second);
     }
   }
+  std::optional<ProgressTask> packing(std::in_place, "tree packing");
   auto trees = packTrees(f.split, g, opts.reversed, f.units, pack);
+  packing.reset();
   if (!trees)
     return trees.takeError();
   if (trees->trees.empty()) {

@@ -17,6 +17,7 @@
 #include "compiler/algorithms/SwitchSplittingImpl.h"
 
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -94,7 +95,8 @@ llvm::Expected<SwitchSplitResult> Splitter::run(SplitPolicy policy) {
     if (!isCompute[w])
       switches.push_back(w);
   bool verified = true; // the state is known to satisfy I
-  for (size_t i = 0; i < switches.size();) {
+  ProgressTask progress("switch splitting", switches.size(), "devices");
+  for (size_t i = 0; i < switches.size(); progress.set(i)) {
     if (policy == SplitPolicy::Proposal && proposeFrom(switches, i, verified))
       continue;
     int w = switches[i++];

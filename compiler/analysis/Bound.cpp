@@ -12,6 +12,7 @@
 #include "compiler/analysis/Bound.h"
 
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -398,10 +399,17 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
       net.setCapacity(firstSource + r, q);
     Wide best = 0;
     std::vector<char> bestS;
+    ProgressTask progress(llvm::formatv("{0}: cut round {1}",
+                                        reversed ? "reducescatter"
+                                                 : "allgather",
+                                        b.iterations)
+                              .str(),
+                          n, "max flows");
     for (int r = 0; r < n; ++r) {
       int v = g.compute[r];
       int64_t f = net.maxFlow(s, v);
       ++b.maxFlows;
+      progress.advance();
       Wide score = static_cast<Wide>(q) * n - f;
       if (score > best) {
         best = score;
@@ -469,6 +477,7 @@ DirectionalBound bruteForceBound(const BoundGraph &g, bool reversed) {
 
 llvm::Expected<BoundResult> computeBound(const topo::Topology &t,
                                          CapacityKind kind) {
+  ProgressTask progress("physical bound");
   auto g = buildBoundGraph(t, kind);
   if (!g)
     return g.takeError();

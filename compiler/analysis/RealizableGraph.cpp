@@ -4,6 +4,7 @@
 
 #include "compiler/analysis/NetRoutes.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -28,10 +29,13 @@ public:
   }
 
   void collect() {
-    for (int a = 0; a < t.numRanks(); ++a)
+    ProgressTask progress("runtime routes", t.numRanks(), "ranks");
+    for (int a = 0; a < t.numRanks(); ++a) {
       for (int b = 0; b < t.numRanks(); ++b)
         if (a != b)
           collectPair(a, b);
+      progress.advance();
+    }
   }
 
   const PathFlow &segment(int id) const { return segs[id].flow; }
@@ -228,6 +232,7 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
 
 llvm::Expected<BoundResult> computeRealizableBound(const topo::Topology &t,
                                                    const RealizableOptions &o) {
+  ProgressTask progress("realizable bound");
   LinkModel m(t);
   auto g = buildRealizableGraph(t, m, o);
   if (!g)

@@ -18,6 +18,7 @@
 #include "compiler/analysis/NetRoutes.h"
 
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -811,6 +812,7 @@ std::vector<SimFlow> Sim::flowsOf(const std::vector<SimTransfer> &xs) {
 
 llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
                                    const SimOptions &o) {
+  ProgressTask progress("simulate");
   Sim sim(s, m, o);
   return sim.run();
 }

@@ -12,6 +12,7 @@
 #include "compiler/analysis/RealizableGraph.h"
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -303,8 +304,7 @@ llvm::Expected<WhatIfTable>
 runWhatIf(const topo::Topology &t,
           llvm::ArrayRef<const WhatIfAlgorithm *> algos,
           llvm::ArrayRef<double> sizes, const WhatIfSettings &settings,
-          llvm::StringRef scenario, llvm::StringRef detail,
-          const WhatIfProgress &progress) {
+          llvm::StringRef scenario, llvm::StringRef detail) {
   WhatIfTable table;
   table.scenario = scenario.str();
   table.detail = detail.str();
@@ -325,7 +325,8 @@ runWhatIf(const topo::Topology &t,
                            ": " + llvm::toString(e.takeError()));
     evals.push_back(std::move(*e));
   }
-  size_t done = 0, total = sizes.size() * algos.size();
+  ProgressTask progress("whatif " + scenario.str(),
+                        sizes.size() * algos.size(), "cells");
   for (double bytes : sizes) {
     WhatIfRow row;
     row.bytes = bytes;
@@ -338,8 +339,7 @@ runWhatIf(const topo::Topology &t,
       if (algos[i]->competes && c.applicable &&
           (row.winner < 0 || c.time < row.cells[row.winner].time))
         row.winner = static_cast<int>(i);
-      if (progress)
-        progress(scenario, ++done, total);
+      progress.advance();
     }
     table.rows.push_back(std::move(row));
   }

@@ -182,18 +182,14 @@ struct WhatIfReport {
   std::vector<WhatIfTable> tables; ///< the first is the base
 };
 
-/// Called after each (algorithm, size) cell.
-using WhatIfProgress =
-    std::function<void(llvm::StringRef scenario, size_t done, size_t total)>;
-
 /// Evaluates every algorithm at every size on `t`. A user error from an
-/// algorithm's setup (e.g. no route) fails the table.
+/// algorithm's setup (e.g. no route) fails the table. Progress: one task
+/// per scenario, counting the (algorithm, size) cells.
 llvm::Expected<WhatIfTable>
 runWhatIf(const topo::Topology &t,
           llvm::ArrayRef<const WhatIfAlgorithm *> algos,
           llvm::ArrayRef<double> sizes, const WhatIfSettings &settings,
-          llvm::StringRef scenario, llvm::StringRef detail,
-          const WhatIfProgress &progress = {});
+          llvm::StringRef scenario, llvm::StringRef detail);
 
 /// nccl-tests-style tables, each scenario followed by its difference from
 /// the base (time ratio per algorithm, winner change).

@@ -482,18 +482,7 @@ llvm::Error compileSizes(const topo::Topology &t, const CompileRequest &req,
   if (!range)
     return range.takeError();
   const bool xml = emit == ir::OutputFormat::MscclXml;
-  // Progress only where someone watches (as whatif does).
-  const bool showProgress = llvm::sys::Process::StandardErrIsDisplayed();
-  SizeWindowProgress progress;
-  if (showProgress)
-    progress = [](size_t i, size_t n, int64_t bytes) {
-      llvm::errs() << llvm::formatv("\rcompile --sizes: {0}/{1} ({2})   ",
-                                    i + 1, n, sizeText(double(bytes)));
-    };
-  auto windows =
-      compileSizeWindows(t, req, range->first, range->second, xml, progress);
-  if (showProgress)
-    llvm::errs() << "\r" << std::string(60, ' ') << "\r";
+  auto windows = compileSizeWindows(t, req, range->first, range->second, xml);
   if (!windows)
     return windows.takeError();
   const size_t width =

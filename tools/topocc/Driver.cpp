@@ -33,6 +33,16 @@ void registerAllCommands(CLI::App &app) {
     fn(app);
 }
 
+namespace {
+bool &quietFlag() {
+  static bool quiet = false;
+  return quiet;
+}
+} // namespace
+
+void setQuiet(bool quiet) { quietFlag() = quiet; }
+bool isQuiet() { return quietFlag(); }
+
 int &commandExitCode() {
   static int code = kExitOk;
   return code;

@@ -42,6 +42,11 @@ void finishCommand(llvm::Error err);
 llvm::Expected<topo::Topology> loadTopology(llvm::StringRef path,
                                             llvm::StringRef scenario);
 
+/// --quiet: progress and the "wrote FILE" lines on stderr are left out;
+/// notes, warnings and errors stay.
+void setQuiet(bool quiet);
+bool isQuiet();
+
 /// Opens `path` for writing ("-" is stdout) and writes `text`; user error if
 /// the file cannot be written.
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text);

@@ -143,7 +143,7 @@ llvm::Error writeTrace(const topo::Topology &t,
         }))
       return err;
     // On stderr: stdout carries the table (or CSV, JSON) scripts read.
-    if (path != "-")
+    if (path != "-" && !isQuiet())
       llvm::errs() << llvm::formatv(
           "wrote {0}: trace of {1}, {2} link transfers, {3} dependencies, "
           "{4}\n",
@@ -194,17 +194,7 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   if (!more)
     return more.takeError();
 
-  bool showProgress = llvm::sys::Process::StandardErrIsDisplayed();
-  analysis::WhatIfProgress progress;
-  if (showProgress)
-    progress = [](llvm::StringRef scenario, size_t done, size_t total) {
-      llvm::errs() << llvm::formatv("\rwhatif: {0}: {1}/{2}   ", scenario,
-                                    done, total);
-    };
-  auto run =
-      runWhatIfReport(*base, algos, sizes, settings, *more, progress);
-  if (showProgress)
-    llvm::errs() << "\r" << std::string(60, ' ') << "\r";
+  auto run = runWhatIfReport(*base, algos, sizes, settings, *more);
   if (!run)
     return run.takeError();
   analysis::WhatIfReport &report = *run;
@@ -233,7 +223,7 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
     if (auto err = writeOutputFile(opts.svg, svg))
       return err;
     // On stderr: stdout carries the table (or CSV, JSON) scripts read.
-    if (opts.svg != "-")
+    if (opts.svg != "-" && !isQuiet())
       llvm::errs() << "wrote " << opts.svg << ": busbw plot, "
                    << report.algorithms.size() << " algorithms x "
                    << report.tables.size() << " scenario(s)\n";

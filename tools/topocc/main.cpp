@@ -10,10 +10,12 @@
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 #include "support/InputFile.h"
+#include "support/Progress.h"
 
 #include "CLI/CLI.hpp"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -39,9 +41,24 @@ int main(int argc, char **argv) {
                  "Largest input file to read (default 64M for topologies, "
                  "1G for schedules, plans and MSCCL XML); may also follow "
                  "the command");
+  // --quiet and --progress, like --max-input-size, may come anywhere.
+  bool quiet = false, forceProgress = false;
+  app.add_flag("--quiet", quiet,
+               "No progress, summary or 'wrote FILE' lines on stderr "
+               "(notes, warnings and errors stay); may also follow the "
+               "command");
+  app.add_flag("--progress", forceProgress,
+               "Progress of long steps on stderr even when it is not a "
+               "terminal (one line per step and a summary; by default only "
+               "a terminal gets a live line); may also follow the command");
   std::vector<char *> args(argv, argv + argc);
   for (size_t i = 1; i < args.size();) {
     llvm::StringRef a(args[i]);
+    if (a == "--quiet" || a == "--progress") {
+      (a == "--quiet" ? quiet : forceProgress) = true;
+      args.erase(args.begin() + i);
+      continue;
+    }
     std::optional<llvm::StringRef> value;
     size_t taken = 1;
     if (a == "--max-input-size") {
@@ -86,12 +103,35 @@ int main(int argc, char **argv) {
       return kExitUser;
     }
   }
+  if (quiet && forceProgress) {
+    llvm::errs() << "topocc: error: --quiet and --progress contradict each "
+                    "other; give one\n";
+    return kExitUser;
+  }
+  setQuiet(quiet);
+  // Progress of long steps: a live line where someone watches stderr, one
+  // line per step with --progress (logs), nothing with --quiet.
+  std::optional<topocc::StreamProgress> progress;
+  const unsigned columns = llvm::sys::Process::StandardErrColumns();
+  if (forceProgress || (!quiet && llvm::sys::Process::StandardErrIsDisplayed()))
+    progress.emplace(llvm::errs(),
+                     forceProgress && !llvm::sys::Process::StandardErrIsDisplayed()
+                         ? topocc::StreamProgress::Style::Lines
+                         : topocc::StreamProgress::Style::Live,
+                     columns ? columns : 80);
+  if (progress)
+    topocc::setProgressSink(&*progress);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     int rc = app.exit(e);
     // CLI11 returns 0 for --help/--version; usage errors are user errors.
     return rc == 0 ? kExitOk : kExitUser;
+  }
+  if (progress) {
+    topocc::setProgressSink(nullptr);
+    // The summary when the command ran for a couple of seconds.
+    progress->finish(argc > 1 ? argv[1] : "", 2.0);
   }
   return commandExitCode();
 }
