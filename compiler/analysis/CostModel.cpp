@@ -18,6 +18,8 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace topocc::analysis {
@@ -224,6 +226,56 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
       return false;
     return a.v == dst || t.device(a.v).kind != DeviceKind::Gpu;
   };
+  // The only possible first arc (from src to distance 1) and last arc (into
+  // dst from distance h - 1), or -1 when there are several.
+  auto onlyArc = [&](const std::vector<int> &ids, bool first) {
+    int only = -1;
+    for (int id : ids) {
+      const Arc &a = arcs[id];
+      int end = first ? a.v : a.u;
+      if (!allowed(a) || ds[end] != (first ? 1 : h - 1))
+        continue;
+      if (only >= 0)
+        return -1;
+      only = id;
+    }
+    return only;
+  };
+  // With one first arc e = (src, a') and one last arc l = (b', dst), every
+  // path is e, a shortest a' -> b' path, l; the breadth-first augmenting
+  // paths below then take the same inner arcs for every src behind a' and
+  // dst behind b' with the same capacities on e and l (e and l only bound
+  // each push by their residuals, which equal their capacities less the
+  // flow so far): the inner flows are kept per InnerKey.
+  std::optional<InnerKey> key;
+  int firstArc = -1, lastArc = -1;
+  if (h >= 2 && (firstArc = onlyArc(outArcs[src], true)) >= 0 &&
+      (lastArc = onlyArc(inArcs[dst], false)) >= 0) {
+    const Arc &e = arcs[firstArc], &l = arcs[lastArc];
+    const topo::Link &le = t.link(e.link), &ll = t.link(l.link);
+    key = InnerKey{e.v,
+                   l.u,
+                   mask,
+                   le.effectiveCapacity(e.dir),
+                   ll.effectiveCapacity(l.dir),
+                   le.capacity(e.dir),
+                   ll.capacity(l.dir)};
+    auto hit = innerFlows.find(*key);
+    if (hit != innerFlows.end()) {
+      const InnerFlow &in = hit->second;
+      f.bandwidth = in.total;
+      f.rawBandwidth = in.rawTotal;
+      std::map<int, double> byRes;
+      for (auto [id, flow] : in.arcFlows)
+        byRes[resourceOf(arcs[id].link, arcs[id].dir)] += flow / f.bandwidth;
+      if (in.total > 0)
+        for (int id : {firstArc, lastArc})
+          byRes[resourceOf(arcs[id].link, arcs[id].dir)] +=
+              in.total / f.bandwidth;
+      f.res.assign(byRes.begin(), byRes.end());
+      return f;
+    }
+  }
   std::vector<int> dag;
   std::unordered_map<int, int> local{{dst, 0}};
   std::vector<int> stack{dst};
@@ -273,7 +325,27 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
     byRes[resourceOf(a.link, a.dir)] += perEdge[k] / f.bandwidth;
   }
   f.res.assign(byRes.begin(), byRes.end());
+  if (key && llvm::is_contained(dag, firstArc) &&
+      llvm::is_contained(dag, lastArc)) {
+    InnerFlow in;
+    in.total = f.bandwidth;
+    in.rawTotal = f.rawBandwidth;
+    for (size_t k = 0; k < dag.size(); ++k)
+      if (perEdge[k] > 0 && dag[k] != firstArc && dag[k] != lastArc)
+        in.arcFlows.push_back({dag[k], perEdge[k]});
+    innerFlows.emplace(*key, std::move(in));
+  }
   return f;
+}
+
+size_t LinkModel::InnerKeyHash::operator()(const InnerKey &k) const {
+  size_t h = std::hash<int>()(k.from);
+  auto mix = [&](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(std::hash<int>()(k.to));
+  mix(std::hash<uint32_t>()(k.mask));
+  for (double d : {k.inCap, k.outCap, k.rawInCap, k.rawOutCap})
+    mix(std::hash<double>()(d));
+  return h;
 }
 
 const PathFlow &LinkModel::rankFlow(int a, int b) {

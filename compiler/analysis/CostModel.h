@@ -93,6 +93,27 @@ private:
   const std::vector<int> &hopsFrom(int root, uint32_t mask) const;
   const topo::RouteTree &routeTree(int src) const;
 
+  /// A device flow whose source has one first arc and whose destination one
+  /// last arc (a NIC on one switch port) is a max flow between the two
+  /// switches behind them, limited by those arcs: deviceFlow keeps that
+  /// inner part per (switch, switch, link types, limits), so the flows of
+  /// every NIC pair behind the same two switches cost one max flow. The key
+  /// and the arcs' flows (arc id, bytes/s with effective capacities).
+  struct InnerKey {
+    int from, to;
+    uint32_t mask;
+    double inCap, outCap, rawInCap, rawOutCap;
+    bool operator==(const InnerKey &) const = default;
+  };
+  struct InnerKeyHash {
+    size_t operator()(const InnerKey &k) const;
+  };
+  struct InnerFlow {
+    double total = 0, rawTotal = 0;
+    std::vector<std::pair<int, double>> arcFlows;
+  };
+  mutable std::unordered_map<InnerKey, InnerFlow, InnerKeyHash> innerFlows;
+
   const topo::Topology *topo;
   std::vector<double> cap, rawCap;
   std::vector<Arc> arcs;                         ///< by (link, dir)

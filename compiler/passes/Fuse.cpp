@@ -11,6 +11,7 @@
 
 #include "compiler/passes/Fuse.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -97,11 +98,9 @@ public:
   /// (when allowedAfter) after b.
   bool othersReadOnlyOutside(const BufferRef &slot, OpId a, OpId b,
                              bool allowedAfter) const {
-    const auto &byChunk = readers[static_cast<int>(slot.buffer)];
+    const ChunkReaders &byChunk = readers[static_cast<int>(slot.buffer)];
     for (int32_t c = slot.chunk; c < slot.chunk + slot.count; ++c) {
-      if (c < 0 || static_cast<size_t>(c) >= byChunk.size())
-        continue;
-      for (OpId x : byChunk[c]) {
+      for (OpId x : byChunk.of(c)) {
         if (x == a || x == b || removed[x])
           continue;
         if (!hb(x, a) && !(allowedAfter && hb(b, x)))
@@ -129,8 +128,20 @@ public:
 
 private:
   std::vector<llvm::BitVector> before;
-  /// [buffer kind][chunk]: the ops that read that chunk (at apply time).
-  std::vector<std::vector<OpId>> readers[3];
+  /// The ops that read each chunk of one buffer kind, in op order, as one
+  /// array with an offset per chunk (rebuilt every round without an
+  /// allocation per chunk).
+  struct ChunkReaders {
+    std::vector<uint32_t> begin; ///< chunk c: ops[begin[c], begin[c + 1])
+    std::vector<OpId> ops;
+    llvm::ArrayRef<OpId> of(int32_t c) const {
+      if (c < 0 || static_cast<size_t>(c) + 1 >= begin.size())
+        return {};
+      return llvm::ArrayRef<OpId>(ops).slice(begin[c], begin[c + 1] - begin[c]);
+    }
+  };
+  /// [buffer kind]: the readers of each chunk (at apply time).
+  ChunkReaders readers[3];
   std::vector<bool> removed;
   std::vector<OpId> redirect;
 
@@ -146,18 +157,33 @@ private:
   }
 
   void indexReaders() {
-    for (auto &r : readers)
-      r.clear();
-    for (OpId x = 0; x < static_cast<OpId>(ops.size()); ++x)
-      for (const BufferRef &r : localReads(ops[x])) {
-        if (!r.isUsed() || r.chunk < 0)
-          continue;
-        auto &byChunk = readers[static_cast<int>(r.buffer)];
-        if (byChunk.size() < static_cast<size_t>(r.chunk + r.count))
-          byChunk.resize(r.chunk + r.count);
-        for (int32_t c = r.chunk; c < r.chunk + r.count; ++c)
-          byChunk[c].push_back(x);
-      }
+    // Count the readers of each chunk, then place them (counting sort).
+    auto forEachRead = [&](auto visit) {
+      for (OpId x = 0; x < static_cast<OpId>(ops.size()); ++x)
+        for (const BufferRef &r : localReads(ops[x]))
+          if (r.isUsed() && r.chunk >= 0)
+            for (int32_t c = r.chunk; c < r.chunk + r.count; ++c)
+              visit(readers[static_cast<int>(r.buffer)], c, x);
+    };
+    for (ChunkReaders &r : readers)
+      r.begin.assign(1, 0);
+    forEachRead([](ChunkReaders &r, int32_t c, OpId) {
+      if (r.begin.size() < static_cast<size_t>(c) + 2)
+        r.begin.resize(c + 2, 0);
+      ++r.begin[c + 1];
+    });
+    for (ChunkReaders &r : readers) {
+      for (size_t c = 1; c < r.begin.size(); ++c)
+        r.begin[c] += r.begin[c - 1];
+      r.ops.resize(r.begin.back());
+    }
+    std::vector<uint32_t> next[3];
+    for (int k = 0; k < 3; ++k)
+      next[k].assign(readers[k].begin.begin(), readers[k].begin.end());
+    forEachRead([&](ChunkReaders &r, int32_t c, OpId x) {
+      std::vector<uint32_t> &at = next[&r - readers];
+      r.ops[at[c]++] = x;
+    });
   }
 
   /// Stable topological order (by list position) so deps point backwards.

@@ -261,6 +261,45 @@ TEST(CostModelTest, BusFactors) {
 // topology (more sources than the caches keep), asked in a scrambled order
 // of one model, against a fresh model per pair; and the route trees against
 // Topology::routeDevices.
+// NIC pairs behind the same two switches share the inner max flow
+// (LinkModel's InnerKey): on a fat tree with parallel leaf-spine links, the
+// flows of a model that routed every NIC pair first (in a scrambled order)
+// equal those of a fresh model per pair.
+TEST(LinkModel, SharedInnerFlowsEqualFreshOnes) {
+  topo::Topology t = topocc::testing::libraryTopology("fattree-multipod.yaml");
+  std::vector<int> nics;
+  for (size_t d = 0; d < t.devices().size(); ++d)
+    if (t.device(static_cast<int>(d)).kind == topo::DeviceKind::Nic)
+      nics.push_back(static_cast<int>(d));
+  ASSERT_EQ(nics.size(), 128u);
+  std::vector<std::pair<int, int>> pairs;
+  for (int a : nics)
+    for (int b : nics)
+      if (a != b)
+        pairs.push_back({a, b});
+  size_t stride = 7919;
+  while (std::gcd(stride, pairs.size()) != 1)
+    ++stride;
+  LinkModel shared(t);
+  std::vector<PathFlow> got(pairs.size());
+  for (size_t i = 0, k = 0; i < pairs.size();
+       ++i, k = (k + stride) % pairs.size())
+    got[k] = shared.deviceFlow(pairs[k].first, pairs[k].second);
+  int multiPath = 0;
+  for (size_t k = 0; k < pairs.size(); k += 13) {
+    auto [a, b] = pairs[k];
+    PathFlow want = LinkModel(t).deviceFlow(a, b);
+    ASSERT_TRUE(want.found);
+    EXPECT_EQ(got[k].res, want.res) << a << " -> " << b;
+    EXPECT_EQ(got[k].bandwidth, want.bandwidth);
+    EXPECT_EQ(got[k].rawBandwidth, want.rawBandwidth);
+    EXPECT_EQ(got[k].latency, want.latency);
+    EXPECT_EQ(got[k].hops, want.hops);
+    multiPath += want.res.size() > static_cast<size_t>(want.hops);
+  }
+  EXPECT_GT(multiPath, 0); // some flows spread over parallel links
+}
+
 TEST(LinkModel, FlowsDoNotDependOnTheCaches) {
   topo::Topology t = topocc::testing::libraryTopology("dgx-a100x2.yaml");
   std::vector<int> ends;
