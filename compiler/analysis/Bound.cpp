@@ -21,10 +21,12 @@
 #include <boost/property_map/property_map.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 namespace topocc::analysis {
 
@@ -349,8 +351,18 @@ llvm::Expected<BoundGraph> buildBoundGraph(const topo::Topology &t,
   return g;
 }
 
+namespace {
+/// Threads for a round of max flows: the machine's cores, at most 8, and
+/// at least 64 ranks each (a thread per few small flows costs more than it
+/// saves).
+int boundWorkers(int ranks) {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(std::min(cores, ranks / 64), 1, 8);
+}
+} // namespace
+
 llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
-                                                 bool reversed) {
+                                                 bool reversed, int workers) {
   const int n = static_cast<int>(g.compute.size());
   const int s = g.numVertices; // super-source
   if (n < 2)
@@ -359,14 +371,24 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
   for (int v : g.compute)
     isCompute[v] = 1;
 
-  MaxFlowNetwork net(g.numVertices + 1);
-  for (const BoundGraph::Arc &a : g.arcs) {
-    auto [u, w] = ends(a, reversed);
-    net.addArc(u, w);
+  // One network per worker: each round's n max flows (one per rank) are
+  // independent; the workers take contiguous ranges of ranks and the first
+  // best rank wins as in a serial loop, so the result does not depend on
+  // the number of workers.
+  if (workers <= 0)
+    workers = boundWorkers(n);
+  workers = std::min(workers, n);
+  std::vector<MaxFlowNetwork> nets;
+  for (int k = 0; k < workers; ++k) {
+    MaxFlowNetwork &net = nets.emplace_back(g.numVertices + 1);
+    for (const BoundGraph::Arc &a : g.arcs) {
+      auto [u, w] = ends(a, reversed);
+      net.addArc(u, w);
+    }
+    for (int v : g.compute)
+      net.addArc(s, v);
   }
   const int firstSource = static_cast<int>(g.arcs.size());
-  for (int v : g.compute)
-    net.addArc(s, v);
 
   // Start: S = V \ {v} for the GPU v with the least entering capacity.
   std::vector<int64_t> in(g.numVertices, 0);
@@ -393,31 +415,59 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
       if (__builtin_mul_overflow(p, g.arcs[i].cap, &c))
         return makeUserError("the bound's max-flow capacities overflow 64 "
                              "bits");
-      net.setCapacity(static_cast<int>(i), c);
+      for (MaxFlowNetwork &net : nets)
+        net.setCapacity(static_cast<int>(i), c);
     }
-    for (int r = 0; r < n; ++r)
-      net.setCapacity(firstSource + r, q);
-    Wide best = 0;
-    std::vector<char> bestS;
+    for (MaxFlowNetwork &net : nets)
+      for (int r = 0; r < n; ++r)
+        net.setCapacity(firstSource + r, q);
     ProgressTask progress(llvm::formatv("{0}: cut round {1}",
                                         reversed ? "reducescatter"
                                                  : "allgather",
                                         b.iterations)
                               .str(),
                           n, "max flows");
-    for (int r = 0; r < n; ++r) {
-      int v = g.compute[r];
-      int64_t f = net.maxFlow(s, v);
-      ++b.maxFlows;
-      progress.advance();
-      Wide score = static_cast<Wide>(q) * n - f;
-      if (score > best) {
-        best = score;
-        bestS.assign(g.numVertices, 0);
-        for (int x = 0; x < g.numVertices; ++x)
-          bestS[x] = net.sourceSide(x) ? 1 : 0;
+    // Worker k: ranks [n k / workers, n (k + 1) / workers); its best score
+    // (the first rank reaching it) and that flow's source side.
+    struct Best {
+      Wide score = 0;
+      std::vector<char> side;
+    };
+    std::vector<Best> bests(workers);
+    std::atomic<int> done{0};
+    auto work = [&](int k) {
+      MaxFlowNetwork &net = nets[k];
+      for (int r = n * k / workers; r < n * (k + 1) / workers; ++r) {
+        int64_t f = net.maxFlow(s, g.compute[r]);
+        ++done;
+        if (k == 0) // the sink is called from this thread only
+          progress.set(done);
+        Wide score = static_cast<Wide>(q) * n - f;
+        if (score > bests[k].score) {
+          bests[k].score = score;
+          bests[k].side.assign(g.numVertices, 0);
+          for (int x = 0; x < g.numVertices; ++x)
+            bests[k].side[x] = net.sourceSide(x) ? 1 : 0;
+        }
       }
+    };
+    {
+      std::vector<std::thread> threads;
+      for (int k = 1; k < workers; ++k)
+        threads.emplace_back(work, k);
+      work(0);
+      for (std::thread &th : threads)
+        th.join();
+      progress.set(done);
     }
+    b.maxFlows += n;
+    Wide best = 0;
+    std::vector<char> bestS;
+    for (Best &w : bests)
+      if (w.score > best) {
+        best = w.score;
+        bestS = std::move(w.side);
+      }
     if (best == 0)
       break;
     // Adopt the best set's ratio (strictly larger than lambda).

@@ -165,9 +165,13 @@ struct DirectionalBound {
 
 /// Dinkelbach iteration on `g` (reversed: reduce-scatter). REQUIRES: g has at
 /// least 2 compute vertices, all mutually reachable, and
-/// N x sum(capacities) < 2^62 (buildBoundGraph checks both).
+/// N x sum(capacities) < 2^62 (buildBoundGraph checks both). Each round's
+/// max flows (one per rank) run on `workers` threads (0: the machine's
+/// cores, at most 8, and at least 64 ranks each); the result does not
+/// depend on the count.
 llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
-                                                 bool reversed);
+                                                 bool reversed,
+                                                 int workers = 0);
 
 /// The same by enumerating every vertex set (test oracle; exponential).
 /// REQUIRES: g.numVertices <= 24.

@@ -8,10 +8,12 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <array>
 #include <map>
 #include <numeric>
 #include <optional>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace topocc::analysis {
 
@@ -35,13 +37,23 @@ public:
         if (a != b)
           collectPair(a, b);
       progress.advance();
+      // Keep the list distinct as it grows (each rank adds its own).
+      if (routes.size() > 2 * distinct + (1u << 16))
+        dedupe();
     }
+    dedupe();
   }
+
+  /// A route: up to three segment ids (GPU, NIC, NIC, GPU), -1 after the
+  /// last. Lexicographic order is that of the segment id sequences.
+  using Route = std::array<int, 3>;
 
   const PathFlow &segment(int id) const { return segs[id].flow; }
   int segmentFrom(int id) const { return segs[id].from; }
   int segmentTo(int id) const { return segs[id].to; }
-  const std::set<std::vector<int>> &all() const { return routes; }
+  int numSegments() const { return static_cast<int>(segs.size()); }
+  /// Every distinct route, sorted (after collect()).
+  const std::vector<Route> &all() const { return routes; }
 
 private:
   struct Segment {
@@ -49,9 +61,16 @@ private:
     PathFlow flow;
   };
 
+  void dedupe() {
+    llvm::sort(routes);
+    routes.erase(std::unique(routes.begin(), routes.end()), routes.end());
+    distinct = routes.size();
+  }
+
   /// Segment id of device `from` to device `to`, -1 without a route.
   int segmentId(int from, int to) {
-    auto [it, fresh] = index.try_emplace({from, to}, -1);
+    uint64_t key = static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to);
+    auto [it, fresh] = index.try_emplace(key, -1);
     if (fresh) {
       PathFlow f = m.deviceFlow(from, to);
       if (f.found && !f.res.empty()) {
@@ -76,33 +95,35 @@ private:
       if (int in = net->nicFor(b, c); in >= 0)
         stops.push_back(in);
       stops.push_back(gb);
-      std::vector<int> route;
+      Route route{-1, -1, -1};
+      bool routed = true;
       for (size_t i = 0; i + 1 < stops.size(); ++i) {
         int id = segmentId(stops[i], stops[i + 1]);
         if (id < 0) { // the simulator then routes freely (LinkModel::viaFlow)
-          route.clear();
+          routed = false;
           break;
         }
-        route.push_back(id);
+        route[i] = id;
       }
-      if (route.empty())
+      if (!routed)
         addDirect(ga, gb);
       else
-        routes.insert(std::move(route));
+        routes.push_back(route);
     }
   }
 
   void addDirect(int ga, int gb) {
     if (int id = segmentId(ga, gb); id >= 0)
-      routes.insert({id});
+      routes.push_back({id, -1, -1});
   }
 
   const topo::Topology &t;
   LinkModel &m;
   std::optional<NcclNetRoutes> net;
-  std::map<std::pair<int, int>, int> index;
+  std::unordered_map<uint64_t, int> index; ///< from << 32 | to
   std::vector<Segment> segs;
-  std::set<std::vector<int>> routes;
+  std::vector<Route> routes;
+  size_t distinct = 0; ///< routes[0, distinct) are sorted and distinct
 };
 
 } // namespace
@@ -174,18 +195,46 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
     return out;
   };
 
-  std::set<int> segmentsDone;
+  // Per segment: done (its inner arcs and joins added), and its hops
+  // leaving its first device and entering its last one.
+  const int numSegs = routes.numSegments();
+  std::vector<char> segmentsDone(numSegs, 0), hopsKnown(numSegs, 0);
+  std::vector<std::vector<int>> firstHops(numSegs), lastHops(numSegs);
+  auto hopsOf = [&](int seg) {
+    if (!hopsKnown[seg]) {
+      hopsKnown[seg] = 1;
+      const PathFlow &f = routes.segment(seg);
+      firstHops[seg] = hopsAt(f, routes.segmentFrom(seg), /*sending=*/true);
+      lastHops[seg] = hopsAt(f, routes.segmentTo(seg), /*sending=*/false);
+    }
+  };
+  // Joins and rank arcs already added: repeating one changes nothing (the
+  // vertices it names exist), so each is added once.
+  std::unordered_set<uint64_t> joined, rankArcs;
+  auto pairKey = [](int a, int b) {
+    return static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
+  };
+  auto joinOnce = [&](int r1, int r2) {
+    if (joined.insert(pairKey(r1, r2)).second)
+      join(r1, r2);
+  };
   std::map<int, int> rankOfDevice;
   for (int r = 0; r < n; ++r)
     rankOfDevice[t.rankDevice(r)] = r;
-  for (const std::vector<int> &route : routes.all()) {
-    int rankA = rankOfDevice.at(routes.segmentFrom(route.front()));
-    int rankB = rankOfDevice.at(routes.segmentTo(route.back()));
-    for (size_t i = 0; i < route.size(); ++i) {
-      const PathFlow &f = routes.segment(route[i]);
-      int from = routes.segmentFrom(route[i]), to = routes.segmentTo(route[i]);
-      std::map<int, std::pair<std::vector<int>, std::vector<int>>> at;
-      if (segmentsDone.insert(route[i]).second)
+  ProgressTask progress("realizable graph", routes.all().size(), "routes");
+  for (const RouteSet::Route &route : routes.all()) {
+    progress.advance();
+    const size_t len = route[2] >= 0 ? 3 : route[1] >= 0 ? 2 : 1;
+    int rankA = rankOfDevice.at(routes.segmentFrom(route[0]));
+    int rankB = rankOfDevice.at(routes.segmentTo(route[len - 1]));
+    for (size_t i = 0; i < len; ++i) {
+      const int seg = route[i];
+      const PathFlow &f = routes.segment(seg);
+      int from = routes.segmentFrom(seg), to = routes.segmentTo(seg);
+      hopsOf(seg);
+      if (!segmentsDone[seg]) {
+        segmentsDone[seg] = 1;
+        std::map<int, std::pair<std::vector<int>, std::vector<int>>> at;
         for (auto [res, share] : f.res) {
           int v = vertexOf(res);
           addArc(v, v + 1, res);
@@ -193,23 +242,28 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
           at[a].second.push_back(res); // leaves a
           at[b].first.push_back(res);  // enters b
         }
-      for (auto &[device, inOut] : at) {
-        if (device == from || device == to)
-          continue;
-        for (int r1 : inOut.first)
-          for (int r2 : inOut.second)
-            join(r1, r2);
+        for (auto &[device, inOut] : at) {
+          if (device == from || device == to)
+            continue;
+          for (int r1 : inOut.first)
+            for (int r2 : inOut.second)
+              joinOnce(r1, r2);
+        }
       }
       if (i == 0)
-        for (int r : hopsAt(f, from, /*sending=*/true))
-          addArc(rankA, vertexOf(r), r);
-      if (i + 1 == route.size())
-        for (int r : hopsAt(f, to, /*sending=*/false))
-          addArc(vertexOf(r) + 1, rankB, r);
-      else
-        for (int r1 : hopsAt(f, to, false))
-          for (int r2 : hopsAt(routes.segment(route[i + 1]), to, true))
-            join(r1, r2);
+        for (int r : firstHops[seg])
+          if (rankArcs.insert(pairKey(rankA, 2 * r)).second)
+            addArc(rankA, vertexOf(r), r);
+      if (i + 1 == len) {
+        for (int r : lastHops[seg])
+          if (rankArcs.insert(pairKey(rankB, 2 * r + 1)).second)
+            addArc(vertexOf(r) + 1, rankB, r);
+      } else {
+        hopsOf(route[i + 1]);
+        for (int r1 : lastHops[seg])
+          for (int r2 : firstHops[route[i + 1]])
+            joinOnce(r1, r2);
+      }
     }
   }
   if (auto err = diags.takeError())

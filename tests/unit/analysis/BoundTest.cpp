@@ -321,6 +321,34 @@ TEST(BoundTest, RandomMeshesMatchBruteForce) {
   EXPECT_EQ(checked, 160);
 }
 
+// The rounds' max flows split over threads: any worker count gives the same
+// bound, cut, rounds and flow count (the first best rank wins, as serially).
+TEST(BoundTest, WorkersDoNotChangeTheResult) {
+  std::mt19937 rng(20261205);
+  for (int iter = 0; iter < 6; ++iter) {
+    RandomMeshOptions o;
+    o.gpus = 9 + iter;
+    o.switches = 3;
+    o.maxBw = 12;
+    o.asymmetry = RandomMeshOptions::Asymmetry::Quarter;
+    o.shuffleIds = true;
+    o.extraFactor = 2;
+    BoundGraph g = randomMesh(rng, o);
+    for (bool rev : {false, true}) {
+      auto one = dinkelbachBound(g, rev, 1);
+      ASSERT_TRUE(bool(one)) << llvm::toString(one.takeError());
+      for (int workers : {2, 3, 7}) {
+        auto many = dinkelbachBound(g, rev, workers);
+        ASSERT_TRUE(bool(many)) << llvm::toString(many.takeError());
+        EXPECT_EQ(many->lambdaInt, one->lambdaInt);
+        EXPECT_EQ(many->cut.ranks, one->cut.ranks);
+        EXPECT_EQ(many->iterations, one->iterations);
+        EXPECT_EQ(many->maxFlows, one->maxFlows);
+      }
+    }
+  }
+}
+
 TEST(BoundTest, LibraryTopologies) {
   // Every library file has a bound; spot values checked by hand:
   // dgx-a100 GPU in-bandwidth 12 x 25 NVLink + 32 PCIe = 332 GB/s, so
