@@ -671,25 +671,33 @@ void Verifier::checkRaces(const CombinedGraph &g,
     auto it = memo.find(key);
     if (it != memo.end())
       return it->second;
-    ++curStamp;
-    stack.assign(1, v);
-    stamp[v] = curStamp;
-    bool found = false;
-    while (!stack.empty() && !found) {
-      uint32_t x = stack.back();
-      stack.pop_back();
-      for (uint32_t e = g.predStart[x]; e < g.predStart[x + 1]; ++e) {
-        uint32_t p = g.pred[e];
-        if (p == u) {
-          found = true;
-          break;
+    // Backwards from v over predecessors between u and v in topological
+    // order; first only through ops of u's rank (u and v are one rank's
+    // accesses to one slot, almost always ordered by that rank's own
+    // dependencies: the search stays within one rank's ops), then through
+    // every rank.
+    auto search = [&](bool sameRank) {
+      ++curStamp;
+      stack.assign(1, v);
+      stamp[v] = curStamp;
+      while (!stack.empty()) {
+        uint32_t x = stack.back();
+        stack.pop_back();
+        for (uint32_t e = g.predStart[x]; e < g.predStart[x + 1]; ++e) {
+          uint32_t p = g.pred[e];
+          if (p == u)
+            return true;
+          if (stamp[p] == curStamp || topoPos[p] < topoPos[u] ||
+              (sameRank && g.rankOf(p) != ru))
+            continue;
+          stamp[p] = curStamp;
+          stack.push_back(p);
         }
-        if (stamp[p] == curStamp || topoPos[p] < topoPos[u])
-          continue;
-        stamp[p] = curStamp;
-        stack.push_back(p);
       }
-    }
+      return false;
+    };
+    bool found = (ru == rv && search(/*sameRank=*/true)) ||
+                 search(/*sameRank=*/false);
     memo[key] = found;
     return found;
   };
