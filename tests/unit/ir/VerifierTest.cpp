@@ -181,6 +181,32 @@ TEST(Verifier, DataRace) {
   EXPECT_THAT(problemsOf(s, {.checkSemantics = false}), "");
 }
 
+// Rank 0 overwrites in[0] after sending it; the overwrite waits for the
+// reply, which rank 1 sends after receiving in[0]: ordered only through the
+// other rank (the race check's same-rank search finds no path, the search
+// through every rank does). Without rank 1's dependency it is a race.
+TEST(Verifier, AccessesOrderedOnlyThroughAnotherRank) {
+  auto make = [](llvm::StringRef reply) {
+    std::string text = (R"(schedule @x collective=allreduce ranks=2 chunks=1 inplace=0 stage=lowered
+rank 0 in=1 out=1 sc=0 {
+  %0 = send  in[0+1]  -> r1 msg=0
+  %1 = recv  out[0+1] <- r1 msg=1
+  %2 = copy  in[0+1], out[0+1] deps(%1)
+}
+rank 1 in=1 out=1 sc=0 {
+  %0 = recv  out[0+1] <- r0 msg=0
+  %1 = send  in[0+1]  -> r0 msg=1)" + reply + "\n}\n")
+                           .str();
+    auto parsed = parseSchedule(text, "t.ir");
+    EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    return std::move(*parsed);
+  };
+  EXPECT_EQ(problemsOf(make(" deps(%0)"), {.checkSemantics = false}), "");
+  EXPECT_EQ(problemsOf(make(""), {.checkSemantics = false}),
+            "rank 0 %2: data race: writes in[0+1], which %0 reads, and the "
+            "two ops are not ordered\n");
+}
+
 TEST(Verifier, TwoSendPeersInOneThreadblock) {
   Schedule s = directAllGather(3);
   for (Op &op : s.ranks[0].ops)
