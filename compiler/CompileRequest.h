@@ -99,6 +99,12 @@ struct CompileRequest {
   /// explain line. compile --sizes sets it at its power-of-two sizes, so
   /// that every window's file serves the powers of two of its window.
   bool autoMustServe = false;
+  /// auto: a variant (AutoCandidate::variants) whose schedule would have
+  /// more ops than this is not compiled (an explain line says so): at 512
+  /// ranks a 32-channel ring is 17 million ops, took 13 GB and minutes, and
+  /// was priced by the cost model in the end. No library topology (at most
+  /// 128 ranks) reaches the default.
+  int64_t autoMaxVariantOps = int64_t(1) << 21;
   bool verifyEach = false; ///< verify after every pass, not only twice
   /// False only for auto's candidates, which are priced and then dropped:
   /// the winner is compiled again with this set, so every schedule that

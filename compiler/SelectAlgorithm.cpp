@@ -27,6 +27,21 @@ struct Price {
   const char *by;
 };
 
+/// The ops of every rank.
+int64_t opCount(const ir::Schedule &s) {
+  int64_t ops = 0;
+  for (const ir::RankProgram &rank : s.ranks)
+    ops += static_cast<int64_t>(rank.ops.size());
+  return ops;
+}
+
+/// "4.2 million" from a million up, else the count.
+std::string opsText(int64_t ops) {
+  if (ops >= 1000000)
+    return llvm::formatv("{0:F1} million", ops / 1e6).str();
+  return std::to_string(ops);
+}
+
 /// The predicted time of a candidate's final schedule: the simulator in the
 /// runtime model (Prediction.h: the number compile prints) unless the
 /// request names a mode (whatif's auto column). It sees what the cost model
@@ -34,10 +49,7 @@ struct Price {
 /// and every threadblock and loop iteration costs its time.
 llvm::Expected<Price> price(const topo::Topology &t, const CompileRequest &req,
                             analysis::LinkModel &m, const ir::Schedule &s) {
-  size_t ops = 0;
-  for (const ir::RankProgram &rank : s.ranks)
-    ops += rank.ops.size();
-  if (!req.autoSimMode && ops > kAutoSimulateOps) {
+  if (!req.autoSimMode && opCount(s) > int64_t(kAutoSimulateOps)) {
     auto cost = analysis::estimateSchedule(s, m, req.bytes);
     if (!cost)
       return cost.takeError();
@@ -128,6 +140,8 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       result = compile(*t, sub, quiet);
     }
     double algoBest = std::numeric_limits<double>::infinity();
+    // The base schedule's size, to estimate its variants' sizes.
+    const int64_t baseOps = result ? opCount(result->schedule) : 0;
     if (!result) {
       if (candidate->mustCompile)
         return result.takeError();
@@ -154,7 +168,22 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       }
     }
     schedules.advance();
-    for (auto &[flags, variant] : candidate->variants) {
+    const int64_t baseWidth = int64_t(sub.chunks) * sub.channels;
+    for (auto &[flags, variant, estimate] : candidate->variants) {
+      if (estimate == 0 && baseOps > 0 && baseWidth > 0 &&
+          variant.channels > 0)
+        estimate = baseOps * variant.chunks * variant.channels / baseWidth;
+      if (estimate > req.autoMaxVariantOps) {
+        schedules.advance();
+        lines.push_back(
+            llvm::formatv("auto: {0} {1} not considered (about {2} ops; auto "
+                          "compiles variants of up to {3} ops; --algorithm "
+                          "{0} {1} builds it)",
+                          algorithmName(a), flags, opsText(estimate),
+                          opsText(req.autoMaxVariantOps))
+                .str());
+        continue;
+      }
       variant.verify = false;
       auto v = compile(*t, variant, quiet);
       schedules.advance();

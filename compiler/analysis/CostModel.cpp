@@ -61,8 +61,11 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
 }
 
 namespace {
-/// Entries kept by each of LinkModel's most-recently-used caches.
-constexpr size_t kRouteCacheEntries = 16;
+/// Entries kept by each of LinkModel's most-recently-used caches: enough
+/// for the GPUs and NICs that a schedule's messages visit in a stretch of
+/// rank order (a route tree is 8 bytes and a search 4 bytes per device:
+/// about 8 MiB for 1024 GPUs, 34 MiB for 4096).
+constexpr size_t kRouteCacheEntries = 256;
 
 /// Moves entry `i` of an MRU vector to the front.
 template <typename T> T &touch(std::vector<T> &v, size_t i) {

@@ -110,7 +110,16 @@ struct AutoCandidate {
   /// More settings of the same algorithm to price beside `request` (ring
   /// channel counts, trees' k and chunking), each with the flags that
   /// select it (e.g. "--channels 8"); the fastest of all wins.
-  std::vector<std::pair<std::string, CompileRequest>> variants;
+  struct Variant {
+    std::string flags;
+    CompileRequest request;
+    /// About how many ops its schedule has; 0: selectAlgorithm estimates
+    /// it from `request`'s compiled schedule, scaled by chunks x channels
+    /// (where both requests fix them). Over autoMaxVariantOps it is not
+    /// compiled.
+    int64_t estimatedOps = 0;
+  };
+  std::vector<Variant> variants;
 };
 
 /// `autoRequest` for algorithm `a`: the options of other algorithms reset

@@ -192,19 +192,14 @@ std::unique_ptr<Lowering> makeRingLowering(const LoweringInput &in) {
   return std::make_unique<RingLowering>(in);
 }
 
-/// auto compiles a fixed-channel ring variant only when its lowered
-/// schedule has at most about this many ops (ranks x channels x ring steps
-/// x chunks): at 512 ranks and 32 channels a variant is 17 million ops and
-/// took 13 GB and minutes, to be priced by the cost model in the end.
-/// No library topology (at most 128 ranks) reaches it.
-constexpr int64_t kAutoRingMaxOps = int64_t(1) << 21;
-
 llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
   c.request = candidateRequest(ctx.request, Algorithm::Ring);
   // --channels auto: the search's own count, and fixed counts beside it
   // (the runtime model prices what the search's fluid model cannot: the
-  // threadblocks each channel adds, the pipelining of its loop).
+  // threadblocks each channel adds, the pipelining of its loop). Each has
+  // about ranks x channels x ring steps x chunks ops (selectAlgorithm skips
+  // those over its budget).
   const int64_t opsPerChannel =
       int64_t(ctx.topology.numRanks()) *
       analysis::ringSteps(ctx.request.collective, ctx.topology.numRanks()) *
@@ -214,19 +209,10 @@ llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
     for (int32_t n : {2, 4, 8, 16, 32}) {
       if (n > ctx.request.target.channelLimit())
         break;
-      if (opsPerChannel * n > kAutoRingMaxOps) {
-        c.lines.push_back(
-            llvm::formatv("auto: ring --channels {0} and more not considered "
-                          "(about {1:F1} million ops; auto compiles ring "
-                          "variants up to {2:F1} million; --algorithm ring "
-                          "--channels {0} builds it)",
-                          n, opsPerChannel * n / 1e6, kAutoRingMaxOps / 1e6)
-                .str());
-        break;
-      }
       CompileRequest v = *c.request;
       v.channels = n;
-      c.variants.push_back({"--channels " + std::to_string(n), v});
+      c.variants.push_back(
+          {"--channels " + std::to_string(n), v, opsPerChannel * n});
     }
   // Inside a node the search's rings carry unequal shares (NDv2's double-
   // and single-link cycles: 1/3, 1/3, 1/6, 1/6), which one chunk per

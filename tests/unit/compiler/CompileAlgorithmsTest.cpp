@@ -16,6 +16,7 @@
 #include "ir/Verifier.h"
 
 #include "tests/support/ErrorText.h"
+#include "tests/support/Topologies.h"
 
 #include "gtest/gtest.h"
 
@@ -255,23 +256,30 @@ TEST(CompileAuto, CandidatesAtClusterScale) {
   req.channels = 0;
   auto flagsOf = [](const lowerings::AutoCandidate &c) {
     std::vector<std::string> f;
-    for (auto &[flags, v] : c.variants)
-      f.push_back(flags);
+    for (const auto &v : c.variants)
+      f.push_back(v.flags);
     return f;
   };
 
+  // Ring variants carry their size (ranks x channels x 2 x 511 steps), which
+  // selectAlgorithm holds against req.autoMaxVariantOps (2^21 by default:
+  // --channels 8 and more are skipped at 512 ranks).
   topo::Topology big = topoOf(64);
   ASSERT_EQ(big.numRanks(), 512);
   lowerings::AutoContext ctx{big, req, true, {}};
   auto ring = lowerings::autoCandidate(Algorithm::Ring, ctx);
   ASSERT_TRUE(static_cast<bool>(ring)) << llvm::toString(ring.takeError());
-  EXPECT_EQ(flagsOf(*ring),
-            (std::vector<std::string>{"--channels 2", "--channels 4"}));
-  ASSERT_EQ(ring->lines.size(), 1u);
-  EXPECT_EQ(ring->lines[0],
-            "auto: ring --channels 8 and more not considered (about 4.2 "
-            "million ops; auto compiles ring variants up to 2.1 million; "
-            "--algorithm ring --channels 8 builds it)");
+  EXPECT_EQ(flagsOf(*ring), (std::vector<std::string>{
+                                "--channels 2", "--channels 4", "--channels 8",
+                                "--channels 16", "--channels 32"}));
+  std::vector<int64_t> sizes;
+  for (const auto &v : ring->variants)
+    sizes.push_back(v.estimatedOps);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{1046528, 2093056, 4186112, 8372224,
+                                         16744448}));
+  EXPECT_LE(sizes[1], req.autoMaxVariantOps);
+  EXPECT_GT(sizes[2], req.autoMaxVariantOps);
+  EXPECT_TRUE(ring->lines.empty());
   auto trees = lowerings::autoCandidate(Algorithm::Trees, ctx);
   ASSERT_TRUE(static_cast<bool>(trees));
   EXPECT_FALSE(trees->request.has_value());
@@ -290,4 +298,62 @@ TEST(CompileAuto, CandidatesAtClusterScale) {
   auto trees2 = lowerings::autoCandidate(Algorithm::Trees, ctx2);
   ASSERT_TRUE(static_cast<bool>(trees2));
   EXPECT_FALSE(trees2->request.has_value()); // 128 ranks: above 64 too
+}
+
+// auto's one budget for variants (CompileRequest::autoMaxVariantOps): a
+// variant whose estimated size exceeds it is not compiled and the explain
+// says so with its flags; ring variants carry their own estimate, the
+// hier-ring's are its base schedule's size times chunks x channels.
+TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
+  topo::Topology t = topocc::testing::libraryTopology("dgx-a100x4.yaml");
+  CompileRequest req;
+  req.algorithm = Algorithm::Auto;
+  req.collective = ir::Collective::AllReduce;
+  req.channels = 0;
+  PassLogger quiet;
+  auto all = compile(t, req, quiet);
+  ASSERT_TRUE(static_cast<bool>(all)) << llvm::toString(all.takeError());
+  auto skipped = [](const CompileResult &r) {
+    std::vector<std::string> out;
+    for (const std::string &l : r.explain)
+      if (l.find("not considered (about") != std::string::npos)
+        out.push_back(l);
+    return out;
+  };
+  EXPECT_TRUE(skipped(*all).empty());
+  // A budget of 3 times the base hier-ring (1 channel, 1 chunk) keeps its
+  // --chunks 2 variant and drops --chunks 4 and 8 and --channels 2 --chunks
+  // 4 (about 4, 8 and 8 times the base).
+  CompileRequest base = req;
+  base.algorithm = Algorithm::HierRing;
+  base.channels = 1;
+  base.verify = false;
+  auto hierBase = compile(t, base, quiet);
+  ASSERT_TRUE(static_cast<bool>(hierBase));
+  int64_t baseOps = 0;
+  for (const ir::RankProgram &rp : hierBase->schedule.ranks)
+    baseOps += static_cast<int64_t>(rp.ops.size());
+  req.autoMaxVariantOps = 3 * baseOps;
+  auto small = compile(t, req, quiet);
+  ASSERT_TRUE(static_cast<bool>(small)) << llvm::toString(small.takeError());
+  std::vector<std::string> lines = skipped(*small);
+  std::vector<std::string> hier;
+  for (const std::string &l : lines)
+    if (l.rfind("auto: hier-ring ", 0) == 0)
+      hier.push_back(l.substr(0, l.find(" not considered")));
+  std::string all2;
+  for (const std::string &l : small->explain)
+    all2 += l + "\n";
+  EXPECT_EQ(hier, (std::vector<std::string>{
+                      "auto: hier-ring --chunks 4", "auto: hier-ring --chunks 8",
+                      "auto: hier-ring --channels 2 --chunks 4"}))
+      << all2;
+  EXPECT_EQ(lines.front().find("auto: ring --channels "), 0u);
+  EXPECT_NE(lines.front().find(" ops; auto compiles variants of up to " +
+                               std::to_string(3 * baseOps) +
+                               " ops; --algorithm ring --channels "),
+            std::string::npos)
+      << lines.front();
+  for (const std::string &l : small->explain)
+    EXPECT_EQ(l.find("auto: hier-ring --chunks 8 predicted"), std::string::npos);
 }
