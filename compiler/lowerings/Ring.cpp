@@ -89,7 +89,37 @@ public:
 
   llvm::StringRef passName() const override { return "lower-ring"; }
 
+  /// Refuses, before building it, a ring whose chains cannot fit the
+  /// target's steps per threadblock: one chunk's chain on its channel has
+  /// phases x (ranks - 1) x chunks steps, split-channels cuts it into
+  /// segments of at most maxSteps - 1 steps each on a channel of its own,
+  /// and more segments than the target has channels fail there anyway
+  /// (after minutes and gigabytes of lowering at thousands of ranks).
+  llvm::Error checkSegments() const {
+    const int64_t maxSteps = req.target.maxStepsPerThreadblock;
+    const int64_t limit = req.target.channelLimit();
+    if (maxSteps <= 2 || maxSteps == ir::TargetLimits::kNoLimit ||
+        limit == ir::TargetLimits::kNoLimit)
+      return llvm::Error::success();
+    const int64_t phases =
+        req.collective == ir::Collective::AllReduce ? 2 : 1;
+    const int64_t steps =
+        phases * (numRanks - 1) * std::max<int32_t>(1, req.chunks);
+    const int64_t segments = (steps + maxSteps - 2) / (maxSteps - 1);
+    if (segments <= limit)
+      return llvm::Error::success();
+    return makeUserError(llvm::formatv(
+        "the schedule needs at least {0} steps per threadblock on one "
+        "channel; splitting it into segments of at most {1} steps would use "
+        "at least {2} channels, more than MSCCL's {3}; use fewer --chunks, "
+        "or raise --max-steps if the runtime was built with a larger "
+        "MSCCL_MAX_NUM_STEPS",
+        steps, maxSteps, segments, limit));
+  }
+
   llvm::Expected<Lowered> lower() override {
+    if (llvm::Error err = checkSegments())
+      return err;
     Lowered out;
     passes::RingOptions ring{req.collective, numRanks,      req.channels,
                              req.chunks,     req.ringOrder, req.inplace,
