@@ -170,8 +170,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     schedules.advance();
     const int64_t baseWidth = int64_t(sub.chunks) * sub.channels;
     for (auto &[flags, variant, estimate] : candidate->variants) {
-      if (estimate == 0 && baseOps > 0 && baseWidth > 0 &&
-          variant.channels > 0)
+      if (estimate == 0 && baseOps > 0 && baseWidth > 0 && variant.channels > 0)
         estimate = baseOps * variant.chunks * variant.channels / baseWidth;
       if (estimate > req.autoMaxVariantOps) {
         schedules.advance();
@@ -225,9 +224,10 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   // compiled again, verified, and logged when the caller prints the IR or
   // times the passes. The same request gives the same schedule.
   bestRequest->verify = true;
-  ProgressTask winner(("the winner, verified: " + algorithmName(best->algorithm) +
-                       (bestFlags.empty() ? "" : " " + bestFlags))
-                          .str());
+  ProgressTask winner(
+      ("the winner, verified: " + algorithmName(best->algorithm) +
+       (bestFlags.empty() ? "" : " " + bestFlags))
+          .str());
   auto again = compile(*t, *bestRequest, log);
   if (!again)
     return again.takeError();

@@ -235,8 +235,7 @@ runWhatIfReport(const topo::Topology &base,
   }
   auto add = [&](const topo::Topology &t, llvm::StringRef name,
                  llvm::StringRef detail) -> llvm::Error {
-    auto table =
-        analysis::runWhatIf(t, algos, sizes, settings, name, detail);
+    auto table = analysis::runWhatIf(t, algos, sizes, settings, name, detail);
     if (!table)
       return table.takeError();
     report.tables.push_back(std::move(*table));
@@ -265,8 +264,8 @@ llvm::Expected<WhatIfPlan> planWhatIf(const WhatIfRequest &req) {
   return plan;
 }
 
-llvm::Expected<analysis::WhatIfReport>
-whatIfReport(const topo::Topology &base, const WhatIfRequest &req) {
+llvm::Expected<analysis::WhatIfReport> whatIfReport(const topo::Topology &base,
+                                                    const WhatIfRequest &req) {
   auto plan = planWhatIf(req);
   if (!plan)
     return plan.takeError();

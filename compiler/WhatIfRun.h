@@ -88,8 +88,8 @@ llvm::Expected<WhatIfPlan> planWhatIf(const WhatIfRequest &req);
 
 /// All of the above in the CLI's order: the settings, the sizes, the
 /// algorithms, the variants and the run.
-llvm::Expected<analysis::WhatIfReport>
-whatIfReport(const topo::Topology &base, const WhatIfRequest &req);
+llvm::Expected<analysis::WhatIfReport> whatIfReport(const topo::Topology &base,
+                                                    const WhatIfRequest &req);
 
 } // namespace topocc
 

@@ -696,8 +696,8 @@ void Verifier::checkRaces(const CombinedGraph &g,
       }
       return false;
     };
-    bool found = (ru == rv && search(/*sameRank=*/true)) ||
-                 search(/*sameRank=*/false);
+    bool found =
+        (ru == rv && search(/*sameRank=*/true)) || search(/*sameRank=*/false);
     memo[key] = found;
     return found;
   };

@@ -101,8 +101,8 @@ void StreamProgress::end(uint64_t done) {
     for (const Active &outer : stack)
       path += outer.name + " > ";
     std::string units = count(a.done, a.total, a.unit);
-    os << "topocc: " << path << a.name << (units.empty() ? "" : ": ")
-       << units << " in " << seconds(took) << '\n';
+    os << "topocc: " << path << a.name << (units.empty() ? "" : ": ") << units
+       << " in " << seconds(took) << '\n';
   }
   if (stack.empty()) {
     auto same = llvm::find_if(summary, [&](const Done &d) {

@@ -105,8 +105,7 @@ private:
     double seconds = 0;
   };
   void draw(bool force);
-  static std::string count(uint64_t done, uint64_t total,
-                           llvm::StringRef unit);
+  static std::string count(uint64_t done, uint64_t total, llvm::StringRef unit);
 
   llvm::raw_ostream &os;
   Style style;

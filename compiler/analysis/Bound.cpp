@@ -421,12 +421,11 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
     for (MaxFlowNetwork &net : nets)
       for (int r = 0; r < n; ++r)
         net.setCapacity(firstSource + r, q);
-    ProgressTask progress(llvm::formatv("{0}: cut round {1}",
-                                        reversed ? "reducescatter"
-                                                 : "allgather",
-                                        b.iterations)
-                              .str(),
-                          n, "max flows");
+    ProgressTask progress(
+        llvm::formatv("{0}: cut round {1}",
+                      reversed ? "reducescatter" : "allgather", b.iterations)
+            .str(),
+        n, "max flows");
     // Worker k: ranks [n k / workers, n (k + 1) / workers); its best score
     // (the first rank reaching it) and that flow's source side.
     struct Best {

@@ -169,9 +169,8 @@ struct DirectionalBound {
 /// max flows (one per rank) run on `workers` threads (0: the machine's
 /// cores, at most 8, and at least 64 ranks each); the result does not
 /// depend on the count.
-llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
-                                                 bool reversed,
-                                                 int workers = 0);
+llvm::Expected<DirectionalBound>
+dinkelbachBound(const BoundGraph &g, bool reversed, int workers = 0);
 
 /// The same by enumerating every vertex set (test oracle; exponential).
 /// REQUIRES: g.numVertices <= 24.

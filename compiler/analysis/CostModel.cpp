@@ -343,7 +343,9 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
 
 size_t LinkModel::InnerKeyHash::operator()(const InnerKey &k) const {
   size_t h = std::hash<int>()(k.from);
-  auto mix = [&](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&](size_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
   mix(std::hash<int>()(k.to));
   mix(std::hash<uint32_t>()(k.mask));
   for (double d : {k.inCap, k.outCap, k.rawInCap, k.rawOutCap})

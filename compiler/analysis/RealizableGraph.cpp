@@ -69,7 +69,8 @@ private:
 
   /// Segment id of device `from` to device `to`, -1 without a route.
   int segmentId(int from, int to) {
-    uint64_t key = static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to);
+    uint64_t key =
+        static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to);
     auto [it, fresh] = index.try_emplace(key, -1);
     if (fresh) {
       PathFlow f = m.deviceFlow(from, to);

@@ -325,8 +325,8 @@ runWhatIf(const topo::Topology &t,
                            ": " + llvm::toString(e.takeError()));
     evals.push_back(std::move(*e));
   }
-  ProgressTask progress("whatif " + scenario.str(),
-                        sizes.size() * algos.size(), "cells");
+  ProgressTask progress("whatif " + scenario.str(), sizes.size() * algos.size(),
+                        "cells");
   for (double bytes : sizes) {
     WhatIfRow row;
     row.bytes = bytes;

@@ -101,8 +101,7 @@ public:
     if (maxSteps <= 2 || maxSteps == ir::TargetLimits::kNoLimit ||
         limit == ir::TargetLimits::kNoLimit)
       return llvm::Error::success();
-    const int64_t phases =
-        req.collective == ir::Collective::AllReduce ? 2 : 1;
+    const int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
     const int64_t steps =
         phases * (numRanks - 1) * std::max<int32_t>(1, req.chunks);
     const int64_t segments = (steps + maxSteps - 2) / (maxSteps - 1);

@@ -108,10 +108,10 @@ llvm::Error writeTrace(const topo::Topology &t,
     if (!*run)
       continue;
     const analysis::SimResult &r = **run;
-    std::string what = llvm::formatv("{0} {1} {2}", a->name,
-                                     ir::collectiveName(settings.collective),
-                                     sizeText(bytes))
-                           .str();
+    std::string what =
+        llvm::formatv("{0} {1} {2}", a->name,
+                      ir::collectiveName(settings.collective), sizeText(bytes))
+            .str();
     auto refuse = [&](llvm::StringRef size) {
       return makeUserError(llvm::formatv(
           "--trace: the trace of {0} would be {1}, over --trace-limit {2}; "
@@ -120,14 +120,13 @@ llvm::Error writeTrace(const topo::Topology &t,
           what, size, sizeText(limit)));
     };
     if (r.transfers.size() < r.transferCount)
-      return refuse(llvm::formatv("at least {0} ({1} link transfers, at "
-                                  "least {2} bytes of trace each)",
-                                  sizeText(static_cast<double>(
-                                               r.transferCount) *
-                                           kMinTraceEventBytes),
-                                  r.transferCount,
-                                  static_cast<int>(kMinTraceEventBytes))
-                        .str());
+      return refuse(
+          llvm::formatv("at least {0} ({1} link transfers, at "
+                        "least {2} bytes of trace each)",
+                        sizeText(static_cast<double>(r.transferCount) *
+                                 kMinTraceEventBytes),
+                        r.transferCount, static_cast<int>(kMinTraceEventBytes))
+              .str());
     std::vector<std::string> names;
     for (int res = 0; res < m.numResources(); ++res)
       names.push_back(m.resourceName(res));
@@ -211,8 +210,8 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
                 settings.timingRuns, row.cells[i].simEvents);
 
   if (!opts.trace.empty())
-    if (auto err = writeTrace(*base, algos, settings, sizes.back(),
-                              opts.trace, *traceLimit))
+    if (auto err = writeTrace(*base, algos, settings, sizes.back(), opts.trace,
+                              *traceLimit))
       return err;
 
   if (!opts.svg.empty()) {

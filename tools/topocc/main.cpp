@@ -115,7 +115,8 @@ int main(int argc, char **argv) {
   const unsigned columns = llvm::sys::Process::StandardErrColumns();
   if (forceProgress || (!quiet && llvm::sys::Process::StandardErrIsDisplayed()))
     progress.emplace(llvm::errs(),
-                     forceProgress && !llvm::sys::Process::StandardErrIsDisplayed()
+                     forceProgress &&
+                             !llvm::sys::Process::StandardErrIsDisplayed()
                          ? topocc::StreamProgress::Style::Lines
                          : topocc::StreamProgress::Style::Live,
                      columns ? columns : 80);

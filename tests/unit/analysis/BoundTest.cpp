@@ -287,6 +287,19 @@ TEST(BoundTest, AsymmetricDirections) {
   EXPECT_EQ(rs.cut.ranks, std::vector<int>{1}); // {b} is entered at 10
 }
 
+/// Random meshes of `gpus` GPUs and `switches` switches with integer
+/// bandwidths up to 12, a quarter of the links asymmetric, ids shuffled.
+RandomMeshOptions meshOptions(int gpus, int switches) {
+  RandomMeshOptions o;
+  o.gpus = gpus;
+  o.switches = switches;
+  o.maxBw = 12;
+  o.asymmetry = RandomMeshOptions::Asymmetry::Quarter;
+  o.shuffleIds = true;
+  o.extraFactor = 2;
+  return o;
+}
+
 // Property: on random meshes with switches (N + switches <= 14, random
 // integer and partly asymmetric bandwidths), Dinkelbach equals brute force,
 // converges in at most N rounds, and the argmax cut attains lambda*.
@@ -297,14 +310,7 @@ TEST(BoundTest, RandomMeshesMatchBruteForce) {
     std::uniform_int_distribution<int> nd(2, 10);
     int n = nd(rng);
     int sw = std::uniform_int_distribution<int>(0, 14 - n)(rng);
-    RandomMeshOptions o;
-    o.gpus = n;
-    o.switches = sw;
-    o.maxBw = 12;
-    o.asymmetry = RandomMeshOptions::Asymmetry::Quarter;
-    o.shuffleIds = true;
-    o.extraFactor = 2;
-    BoundGraph g = randomMesh(rng, o);
+    BoundGraph g = randomMesh(rng, meshOptions(n, sw));
     for (bool rev : {false, true}) {
       SCOPED_TRACE(testing::Message() << "iteration " << iter << " n " << n
                                       << " switches " << sw << " rev " << rev);
@@ -326,14 +332,7 @@ TEST(BoundTest, RandomMeshesMatchBruteForce) {
 TEST(BoundTest, WorkersDoNotChangeTheResult) {
   std::mt19937 rng(20261205);
   for (int iter = 0; iter < 6; ++iter) {
-    RandomMeshOptions o;
-    o.gpus = 9 + iter;
-    o.switches = 3;
-    o.maxBw = 12;
-    o.asymmetry = RandomMeshOptions::Asymmetry::Quarter;
-    o.shuffleIds = true;
-    o.extraFactor = 2;
-    BoundGraph g = randomMesh(rng, o);
+    BoundGraph g = randomMesh(rng, meshOptions(9 + iter, 3));
     for (bool rev : {false, true}) {
       auto one = dinkelbachBound(g, rev, 1);
       ASSERT_TRUE(bool(one)) << llvm::toString(one.takeError());

@@ -344,9 +344,10 @@ TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
   std::string all2;
   for (const std::string &l : small->explain)
     all2 += l + "\n";
-  EXPECT_EQ(hier, (std::vector<std::string>{
-                      "auto: hier-ring --chunks 4", "auto: hier-ring --chunks 8",
-                      "auto: hier-ring --channels 2 --chunks 4"}))
+  EXPECT_EQ(hier,
+            (std::vector<std::string>{
+                "auto: hier-ring --chunks 4", "auto: hier-ring --chunks 8",
+                "auto: hier-ring --channels 2 --chunks 4"}))
       << all2;
   EXPECT_EQ(lines.front().find("auto: ring --channels "), 0u);
   EXPECT_NE(lines.front().find(" ops; auto compiles variants of up to " +
@@ -355,5 +356,6 @@ TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
             std::string::npos)
       << lines.front();
   for (const std::string &l : small->explain)
-    EXPECT_EQ(l.find("auto: hier-ring --chunks 8 predicted"), std::string::npos);
+    EXPECT_EQ(l.find("auto: hier-ring --chunks 8 predicted"),
+              std::string::npos);
 }

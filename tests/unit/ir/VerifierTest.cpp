@@ -187,7 +187,8 @@ TEST(Verifier, DataRace) {
 // through every rank does). Without rank 1's dependency it is a race.
 TEST(Verifier, AccessesOrderedOnlyThroughAnotherRank) {
   auto make = [](llvm::StringRef reply) {
-    std::string text = (R"(schedule @x collective=allreduce ranks=2 chunks=1 inplace=0 stage=lowered
+    std::string text =
+        (R"(schedule @x collective=allreduce ranks=2 chunks=1 inplace=0 stage=lowered
 rank 0 in=1 out=1 sc=0 {
   %0 = send  in[0+1]  -> r1 msg=0
   %1 = recv  out[0+1] <- r1 msg=1
@@ -195,8 +196,9 @@ rank 0 in=1 out=1 sc=0 {
 }
 rank 1 in=1 out=1 sc=0 {
   %0 = recv  out[0+1] <- r0 msg=0
-  %1 = send  in[0+1]  -> r0 msg=1)" + reply + "\n}\n")
-                           .str();
+  %1 = send  in[0+1]  -> r0 msg=1)" +
+         reply + "\n}\n")
+            .str();
     auto parsed = parseSchedule(text, "t.ir");
     EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
     return std::move(*parsed);

@@ -16,8 +16,8 @@ struct RecordingSink : ProgressSink {
   std::vector<std::string> calls;
   void begin(llvm::StringRef task, uint64_t total,
              llvm::StringRef unit) override {
-    calls.push_back("begin " + task.str() + " " + std::to_string(total) +
-                    " " + unit.str());
+    calls.push_back("begin " + task.str() + " " + std::to_string(total) + " " +
+                    unit.str());
   }
   void update(uint64_t done) override {
     calls.push_back("update " + std::to_string(done));
@@ -46,10 +46,9 @@ TEST(Progress, TasksReachTheInstalledSinkInStackOrder) {
     }
     outer.advance();
   }
-  EXPECT_EQ(sink.calls,
-            (std::vector<std::string>{"begin outer 2 steps", "update 1",
-                                      "begin inner 0 ", "update 7", "end 7",
-                                      "update 2", "end 2"}));
+  EXPECT_EQ(sink.calls, (std::vector<std::string>{
+                            "begin outer 2 steps", "update 1", "begin inner 0 ",
+                            "update 7", "end 7", "update 2", "end 2"}));
   // Without a sink a task does nothing (and the sink above is gone).
   ProgressTask none("none", 3);
   none.advance(3);
