@@ -23,6 +23,17 @@
 
 namespace topocc::ir {
 
+namespace {
+/// Sets bit `i` of `bits`; false when it was set already (a rank twice).
+bool setOnce(std::vector<uint64_t> &bits, size_t i) {
+  uint64_t bit = uint64_t(1) << (i % 64);
+  if (bits[i / 64] & bit)
+    return false;
+  bits[i / 64] |= bit;
+  return true;
+}
+} // namespace
+
 std::shared_ptr<const SharedTerms::Body>
 SharedTerms::compactOf(const std::vector<Term> &t) {
   if (t.size() < kCompactTerms)
@@ -38,10 +49,8 @@ SharedTerms::compactOf(const std::vector<Term> &t) {
   b->chunk = t.front().chunk;
   b->base = t.front().rank;
   b->bits.assign(static_cast<size_t>(t.back().rank - b->base) / 64 + 1, 0);
-  for (const Term &x : t) {
-    auto i = static_cast<size_t>(x.rank - b->base);
-    b->bits[i / 64] |= uint64_t(1) << (i % 64);
-  }
+  for (const Term &x : t)
+    setOnce(b->bits, static_cast<size_t>(x.rank - b->base));
   return b;
 }
 
@@ -149,13 +158,9 @@ std::optional<SharedTerms> SharedTerms::unionOfDisjoint(const SharedTerms &x,
         }
       }
     } else {
-      for (const Term &t : src->terms) {
-        auto i = static_cast<size_t>(t.rank - out->base);
-        uint64_t bit = uint64_t(1) << (i % 64);
-        if (out->bits[i / 64] & bit)
-          return std::nullopt;
-        out->bits[i / 64] |= bit;
-      }
+      for (const Term &t : src->terms)
+        if (!setOnce(out->bits, static_cast<size_t>(t.rank - out->base)))
+          return std::nullopt; // a rank in both: coefficient 2
     }
   }
   SharedTerms r;

@@ -362,7 +362,8 @@ int boundWorkers(int ranks) {
 } // namespace
 
 llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
-                                                 bool reversed, int workers) {
+                                                 bool reversed, int workers,
+                                                 bool orbits) {
   const int n = static_cast<int>(g.compute.size());
   const int s = g.numVertices; // super-source
   if (n < 2)
@@ -371,13 +372,26 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
   for (int v : g.compute)
     isCompute[v] = 1;
 
-  // One network per worker: each round's n max flows (one per rank) are
-  // independent; the workers take contiguous ranges of ranks and the first
-  // best rank wins as in a serial loop, so the result does not depend on
-  // the number of workers.
+  // The ranks whose flows a round computes: one per orbit (the smallest,
+  // so the first best rank of a serial loop over all ranks is among them),
+  // or all.
+  std::vector<int> todo;
+  {
+    std::vector<int> rep;
+    if (orbits && n >= kOrbitMinRanks)
+      rep = rankOrbits(g);
+    for (int r = 0; r < n; ++r)
+      if (rep.empty() || rep[r] == r)
+        todo.push_back(r);
+  }
+  const int flows = static_cast<int>(todo.size());
+  // One network per worker: each round's max flows are independent; the
+  // workers take contiguous ranges of them and the first best rank wins as
+  // in a serial loop, so the result does not depend on the number of
+  // workers.
   if (workers <= 0)
-    workers = boundWorkers(n);
-  workers = std::min(workers, n);
+    workers = boundWorkers(flows);
+  workers = std::max(1, std::min(workers, flows));
   std::vector<MaxFlowNetwork> nets;
   for (int k = 0; k < workers; ++k) {
     MaxFlowNetwork &net = nets.emplace_back(g.numVertices + 1);
@@ -425,7 +439,7 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
         llvm::formatv("{0}: cut round {1}",
                       reversed ? "reducescatter" : "allgather", b.iterations)
             .str(),
-        n, "max flows");
+        flows, "max flows");
     // Worker k: ranks [n k / workers, n (k + 1) / workers); its best score
     // (the first rank reaching it) and that flow's source side.
     struct Best {
@@ -436,8 +450,8 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
     std::atomic<int> done{0};
     auto work = [&](int k) {
       MaxFlowNetwork &net = nets[k];
-      for (int r = n * k / workers; r < n * (k + 1) / workers; ++r) {
-        int64_t f = net.maxFlow(s, g.compute[r]);
+      for (int i = flows * k / workers; i < flows * (k + 1) / workers; ++i) {
+        int64_t f = net.maxFlow(s, g.compute[todo[i]]);
         ++done;
         if (k == 0) // the sink is called from this thread only
           progress.set(done);
@@ -459,7 +473,7 @@ llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
         th.join();
       progress.set(done);
     }
-    b.maxFlows += n;
+    b.maxFlows += flows;
     Wide best = 0;
     std::vector<char> bestS;
     for (Best &w : bests)

@@ -168,9 +168,26 @@ struct DirectionalBound {
 /// N x sum(capacities) < 2^62 (buildBoundGraph checks both). Each round's
 /// max flows (one per rank) run on `workers` threads (0: the machine's
 /// cores, at most 8, and at least 64 ranks each); the result does not
-/// depend on the count.
-llvm::Expected<DirectionalBound>
-dinkelbachBound(const BoundGraph &g, bool reversed, int workers = 0);
+/// depend on the count. From kOrbitMinRanks ranks (and with `orbits`) a
+/// round computes one flow per orbit of rankOrbits(g): the same bound,
+/// cut and rounds with fewer max flows.
+llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
+                                                 bool reversed,
+                                                 int workers = 0,
+                                                 bool orbits = true);
+
+/// dinkelbachBound looks for rank orbits from this many ranks on (below,
+/// every rank gets its flow, as the small golden outputs show).
+inline constexpr int kOrbitMinRanks = 64;
+
+/// For each rank, the smallest rank of its orbit under the automorphisms
+/// of `g` that swapping two consecutive values of one indexed word in every
+/// vertex name proposes ("su3" with "su4" everywhere), each accepted only
+/// after checking that it maps ranks to ranks and keeps every ordered
+/// pair's capacity (BoundSymmetry.cpp). Ranks with equal representatives
+/// have equal max flows from the super source; a graph without names gets
+/// every rank its own orbit.
+std::vector<int> rankOrbits(const BoundGraph &g);
 
 /// The same by enumerating every vertex set (test oracle; exponential).
 /// REQUIRES: g.numVertices <= 24.

@@ -439,10 +439,9 @@ double pipelinedLatency(double bytes, const PathFlow &f) {
                            beta);
 }
 
-double messageLatency(double bytes, const PathFlow &f) {
+double messageLatency(const PathFlow &f) {
   // Switches forward cut-through (the runtime model's rule, WhatIf.md): the
   // head crosses every hop's latency, the bytes stream behind it.
-  (void)bytes;
   return f.latency;
 }
 
@@ -531,7 +530,7 @@ llvm::Expected<CostReport> estimateSchedule(const ir::Schedule &s,
       return noRoute(t, e.sender, e.receiver);
     for (auto [res, x] : f.res)
       load[res] += b * x;
-    msgLat[id] = messageLatency(b, f);
+    msgLat[id] = messageLatency(f);
   }
   // Longest path over ops (Kahn's order); node ids are prefix sums.
   std::vector<size_t> base(s.ranks.size() + 1, 0);
@@ -678,7 +677,7 @@ llvm::Expected<CostReport> estimateRings(llvm::ArrayRef<RingChannel> rings,
         return noRoute(t, ring.order[i], ring.order[(i + 1) % n]);
       for (auto [res, x] : f.res)
         load[res] += steps * msg * x;
-      lat[i] = messageLatency(msg, f);
+      lat[i] = messageLatency(f);
     }
     if (ring.share > 0)
       r.latencyTime = std::max(r.latencyTime, windowLatency(lat, steps));

@@ -130,11 +130,11 @@ private:
 /// (h + k - 1)(alpha + m/(k B)), alpha = latency / h. *bestK gets k.
 double pipelinedTime(double bytes, int hops, double latency, double bw,
                      int *bestK = nullptr);
-/// The latency part of a message of `bytes` on route `f`: the route's link
-/// latencies, as switches forward cut-through (the runtime model's rule);
-/// a relay through a GPU is two messages. pipelinedTime is the
-/// store-and-forward alternative.
-double messageLatency(double bytes, const PathFlow &f);
+/// The latency part of a message on route `f`, whatever its size: the
+/// route's link latencies, as switches forward cut-through (the runtime
+/// model's rule); a relay through a GPU is two messages. pipelinedTime is
+/// the store-and-forward alternative.
+double messageLatency(const PathFlow &f);
 /// The store-and-forward latency part of a message: pipelinedTime -
 /// bytes / bandwidth (>= 0), which grows with the route's hops. The ring
 /// search's order search charges it per hop, which steers it to direct

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/RealizableGraph.h"
 #include "compiler/topology/TopologyParser.h"
 #include "tests/support/BoundGraphs.h"
 
@@ -346,6 +347,87 @@ TEST(BoundTest, WorkersDoNotChangeTheResult) {
       }
     }
   }
+}
+
+// Rank orbits (BoundSymmetry.cpp) are sound: on the physical and the
+// realizable graph of fattree-multipod (128 ranks), every rank's max flow
+// from the super source equals its representative's, with the first
+// round's capacities; and the bound with orbits equals the bound without
+// (lambda, cut, rounds) with fewer max flows.
+TEST(BoundTest, RankOrbitsKeepTheBound) {
+  topo::Topology t = loadOk("topologies/fattree-multipod.yaml");
+  auto physical = buildBoundGraph(t, CapacityKind::Effective);
+  ASSERT_TRUE(bool(physical)) << llvm::toString(physical.takeError());
+  LinkModel m(t);
+  auto realizable = buildRealizableGraph(t, m);
+  ASSERT_TRUE(bool(realizable)) << llvm::toString(realizable.takeError());
+  for (const BoundGraph *g : {&*physical, &*realizable}) {
+    std::vector<int> rep = rankOrbits(*g);
+    const int n = static_cast<int>(g->compute.size());
+    ASSERT_EQ(n, 128);
+    std::set<int> reps(rep.begin(), rep.end());
+    EXPECT_LT(reps.size(), 16u); // the boxes of the pods are alike
+    for (int r = 0; r < n; ++r)
+      EXPECT_LE(rep[r], r);
+    // Max flows with every arc at its capacity and q = 1 from the source.
+    MaxFlowNetwork net(g->numVertices + 1);
+    for (const BoundGraph::Arc &a : g->arcs)
+      net.addArc(a.from, a.to, a.cap);
+    for (int v : g->compute)
+      net.addArc(g->numVertices, v, 1);
+    std::vector<int64_t> flow(n);
+    for (int r = 0; r < n; ++r)
+      flow[r] = net.maxFlowValue(g->numVertices, g->compute[r]);
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(flow[r], flow[rep[r]]) << "rank " << r;
+    for (bool rev : {false, true}) {
+      auto with = dinkelbachBound(*g, rev, 0, /*orbits=*/true);
+      auto without = dinkelbachBound(*g, rev, 0, /*orbits=*/false);
+      ASSERT_TRUE(bool(with) && bool(without));
+      EXPECT_EQ(with->lambdaInt, without->lambdaInt);
+      EXPECT_EQ(with->cut.ranks, without->cut.ranks);
+      EXPECT_EQ(with->iterations, without->iterations);
+      EXPECT_LT(with->maxFlows, without->maxFlows);
+    }
+  }
+}
+
+// A proposal that is not an automorphism is refused: one box's NIC link
+// made slower keeps that box's ranks out of other boxes' orbits, and names
+// that do not tell vertices apart give every rank its own orbit.
+TEST(BoundTest, RankOrbitsRefuseWhatIsNotSymmetric) {
+  topo::Topology t = loadOk("topologies/fattree-multipod.yaml");
+  auto g = buildBoundGraph(t, CapacityKind::Effective);
+  ASSERT_TRUE(bool(g));
+  std::vector<int> before = rankOrbits(*g);
+  // Halve every arc that touches pod1-node2/nic0.
+  int nic = -1;
+  for (int v = 0; v < g->numVertices; ++v)
+    if (g->names[v] == "pod1-node2/nic0")
+      nic = v;
+  ASSERT_GE(nic, 0);
+  BoundGraph slow = *g;
+  for (BoundGraph::Arc &a : slow.arcs)
+    if (a.from == nic || a.to == nic)
+      a.cap = std::max<int64_t>(1, a.cap / 2);
+  std::vector<int> after = rankOrbits(slow);
+  int box = -1; // pod1-node2/gpu0
+  for (size_t r = 0; r < slow.compute.size(); ++r)
+    if (slow.names[slow.compute[r]] == "pod1-node2/gpu0")
+      box = static_cast<int>(r);
+  ASSERT_GE(box, 0);
+  EXPECT_NE(before[box], box); // alike before
+  for (size_t r = 0; r < slow.compute.size(); ++r) {
+    if (!llvm::StringRef(slow.names[slow.compute[r]]).startswith("pod1-node2/")) {
+      EXPECT_NE(after[r], after[box]) << r; // no other box is like it now
+    }
+  }
+  BoundGraph unnamed = *g;
+  for (std::string &name : unnamed.names)
+    name = "same";
+  std::vector<int> alone = rankOrbits(unnamed);
+  for (size_t r = 0; r < alone.size(); ++r)
+    EXPECT_EQ(alone[r], static_cast<int>(r));
 }
 
 TEST(BoundTest, LibraryTopologies) {
