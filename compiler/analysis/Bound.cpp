@@ -361,9 +361,8 @@ int boundWorkers(int ranks) {
 }
 } // namespace
 
-llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
-                                                 bool reversed, int workers,
-                                                 bool orbits) {
+llvm::Expected<DirectionalBound>
+dinkelbachBound(const BoundGraph &g, bool reversed, int workers, bool orbits) {
   const int n = static_cast<int>(g.compute.size());
   const int s = g.numVertices; // super-source
   if (n < 2)

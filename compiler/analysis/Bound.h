@@ -172,8 +172,7 @@ struct DirectionalBound {
 /// round computes one flow per orbit of rankOrbits(g): the same bound,
 /// cut and rounds with fewer max flows.
 llvm::Expected<DirectionalBound> dinkelbachBound(const BoundGraph &g,
-                                                 bool reversed,
-                                                 int workers = 0,
+                                                 bool reversed, int workers = 0,
                                                  bool orbits = true);
 
 /// dinkelbachBound looks for rank orbits from this many ranks on (below,

@@ -1,4 +1,4 @@
-//===- compiler/analysis/BoundSymmetry.cpp - Ranks the bound need not flow -===//
+//===- compiler/analysis/BoundSymmetry.cpp - Rank orbits of the bound ---===//
 //
 // rankOrbits (Bound.h): ranks that an automorphism of the bound graph maps
 // onto each other have equal max flows from the super source in every

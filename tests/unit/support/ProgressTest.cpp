@@ -55,14 +55,22 @@ TEST(Progress, TasksReachTheInstalledSinkInStackOrder) {
   EXPECT_EQ(sink.calls.size(), 7u);
 }
 
-TEST(Progress, LinesStyleReportsOuterStepsAndASummary) {
+/// A StreamProgress writing to `out` on the clock `now`.
+struct Captured {
   std::string out;
-  llvm::raw_string_ostream os(out);
+  llvm::raw_string_ostream os{out};
   double now = 0;
-  StreamProgress p(os, StreamProgress::Style::Lines, 80, 0.5,
-                   [&] { return now; });
+  StreamProgress p;
+  Captured(StreamProgress::Style style, unsigned columns)
+      : p(os, style, columns, 0.5, [this] { return now; }) {}
+};
+
+TEST(Progress, LinesStyleReportsOuterStepsAndASummary) {
+  Captured c(StreamProgress::Style::Lines, 80);
+  std::string &out = c.out;
+  double &now = c.now;
   {
-    SinkScope scope(&p);
+    SinkScope scope(&c.p);
     for (int round = 0; round < 2; ++round) {
       ProgressTask top("routes", 4, "ranks");
       ProgressTask mid("flows", 0, "max flows");
@@ -76,8 +84,8 @@ TEST(Progress, LinesStyleReportsOuterStepsAndASummary) {
     ProgressTask other("other");
     now += 0.5;
   }
-  p.finish("bound", 2.0);
-  os.flush();
+  c.p.finish("bound", 2.0);
+  c.os.flush();
   EXPECT_EQ(out, "topocc: routes > flows: 10 max flows in 1.00 s\n"
                  "topocc: routes: 4/4 ranks in 1.00 s\n"
                  "topocc: routes > flows: 10 max flows in 1.00 s\n"
@@ -88,16 +96,14 @@ TEST(Progress, LinesStyleReportsOuterStepsAndASummary) {
 }
 
 TEST(Progress, LiveStyleRedrawsInPlaceAfterTheDelay) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  double now = 0;
-  StreamProgress p(os, StreamProgress::Style::Live, 50, 0.5,
-                   [&] { return now; });
-  SinkScope scope(&p);
+  Captured c(StreamProgress::Style::Live, 50);
+  std::string &out = c.out;
+  double &now = c.now;
+  SinkScope scope(&c.p);
   {
     ProgressTask t("routes", 100, "ranks");
     t.set(10); // before the delay: nothing
-    os.flush();
+    c.os.flush();
     EXPECT_EQ(out, "");
     now = 0.6;
     t.set(20);
@@ -109,19 +115,19 @@ TEST(Progress, LiveStyleRedrawsInPlaceAfterTheDelay) {
     now = 1.0;
     inner.set(1);
   }
-  os.flush();
+  c.os.flush();
   EXPECT_EQ(out, "\rroutes: 20/100 ranks (20%), 0.60 s\x1b[K"
                  "\rroutes: 40/100 ranks (40%), 0.80 s\x1b[K"
                  "\rroutes > a task with a long name that does not...\x1b[K");
   // finish clears the line; a command under minSeconds prints no summary.
   out.clear();
-  p.finish("bound", 2.0);
-  os.flush();
+  c.p.finish("bound", 2.0);
+  c.os.flush();
   EXPECT_EQ(out, "\r\x1b[K");
   now = 5;
   out.clear();
-  p.finish("bound", 2.0);
-  os.flush();
+  c.p.finish("bound", 2.0);
+  c.os.flush();
   EXPECT_EQ(out, "topocc bound: done in 5.00 s: routes 40 ranks (1.00 s)\n");
 }
 
