@@ -439,8 +439,8 @@ dinkelbachBound(const BoundGraph &g, bool reversed, int workers, bool orbits) {
                       reversed ? "reducescatter" : "allgather", b.iterations)
             .str(),
         flows, "max flows");
-    // Worker k: ranks [n k / workers, n (k + 1) / workers); its best score
-    // (the first rank reaching it) and that flow's source side.
+    // Worker k: todo[flows k / workers, flows (k + 1) / workers); its best
+    // score (the first rank reaching it) and that flow's source side.
     struct Best {
       Wide score = 0;
       std::vector<char> side;
