@@ -115,6 +115,14 @@ void StreamProgress::end(uint64_t done) {
       same->seconds += took;
       ++same->times;
     }
+    // Nothing runs now: clear the line, so that what the command prints
+    // next (its results) starts on a clean line.
+    if (drawn) {
+      os << "\r\x1b[K";
+      os.flush();
+      drawn = false;
+    }
+    return;
   }
   draw(false);
 }

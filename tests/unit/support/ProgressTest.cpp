@@ -116,19 +116,33 @@ TEST(Progress, LiveStyleRedrawsInPlaceAfterTheDelay) {
     inner.set(1);
   }
   c.os.flush();
+  // The line is cleared when the last task ends (the command's output
+  // follows on a clean line).
   EXPECT_EQ(out, "\rroutes: 20/100 ranks (20%), 0.60 s\x1b[K"
                  "\rroutes: 40/100 ranks (40%), 0.80 s\x1b[K"
-                 "\rroutes > a task with a long name that does not...\x1b[K");
-  // finish clears the line; a command under minSeconds prints no summary.
+                 "\rroutes > a task with a long name that does not...\x1b[K"
+                 "\r\x1b[K");
+  // A command under minSeconds prints no summary; a task still drawn is
+  // cleared by finish.
   out.clear();
   c.p.finish("bound", 2.0);
   c.os.flush();
-  EXPECT_EQ(out, "\r\x1b[K");
+  EXPECT_EQ(out, "");
+  {
+    ProgressTask open("open", 3);
+    now = 1.2;
+    open.set(1);
+    out.clear();
+    c.p.finish("bound", 2.0);
+    c.os.flush();
+    EXPECT_EQ(out, "\r\x1b[K");
+  }
   now = 5;
   out.clear();
   c.p.finish("bound", 2.0);
   c.os.flush();
-  EXPECT_EQ(out, "topocc bound: done in 5.00 s: routes 40 ranks (1.00 s)\n");
+  EXPECT_EQ(out, "topocc bound: done in 5.00 s: routes 40 ranks (1.00 s); "
+                 "open 1 (0.20 s)\n");
 }
 
 } // namespace
