@@ -35,8 +35,9 @@ int32_t autoRingLimit(const CompileRequest &req, int32_t numRanks) {
   int32_t maxSteps = req.target.maxStepsPerThreadblock;
   if (maxSteps <= 1 || maxSteps == ir::TargetLimits::kNoLimit)
     return limit;
-  int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
-  int64_t steps = phases * (numRanks - 1) * std::max(1, req.chunks) + 1;
+  int64_t steps = int64_t(analysis::ringSteps(req.collective, numRanks)) *
+                      std::max(1, req.chunks) +
+                  1;
   int64_t perSegment = std::max<int64_t>(1, maxSteps * 3 / 4);
   int64_t segments = (steps + perSegment - 1) / perSegment;
   // A power of two, so that equal rings get equal power-of-two units
@@ -101,9 +102,9 @@ public:
     if (maxSteps <= 2 || maxSteps == ir::TargetLimits::kNoLimit ||
         limit == ir::TargetLimits::kNoLimit)
       return llvm::Error::success();
-    const int64_t phases = req.collective == ir::Collective::AllReduce ? 2 : 1;
-    const int64_t steps =
-        phases * (numRanks - 1) * std::max<int32_t>(1, req.chunks);
+    const int64_t steps = int64_t(analysis::ringSteps(req.collective,
+                                                      numRanks)) *
+                          std::max<int32_t>(1, req.chunks);
     const int64_t segments = (steps + maxSteps - 2) / (maxSteps - 1);
     if (segments <= limit)
       return llvm::Error::success();
