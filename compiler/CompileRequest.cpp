@@ -53,6 +53,15 @@ llvm::Expected<Algorithm> parseAlgorithm(llvm::StringRef name) {
   return makeUserError("unknown --algorithm '" + name + "'; expected " + list);
 }
 
+llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name) {
+  if (name == "physical")
+    return CompileRequest::TreeGraph::Physical;
+  if (name == "routes")
+    return CompileRequest::TreeGraph::Routes;
+  return makeUserError("unknown --tree-graph '" + name +
+                       "'; expected 'physical' or 'routes'");
+}
+
 llvm::StringRef algorithmName(Algorithm a) {
   for (const AlgorithmRow &row : kAlgorithms)
     if (row.algorithm == a)
@@ -67,6 +76,9 @@ llvm::Error checkCompileRequest(const CompileRequest &req) {
   if (req.treesPerRoot && req.algorithm != Algorithm::Trees &&
       req.algorithm != Algorithm::Auto)
     return makeUserError("--trees-per-root applies to --algorithm trees");
+  if (req.treeGraph != CompileRequest::TreeGraph::Physical &&
+      req.algorithm != Algorithm::Trees)
+    return makeUserError("--tree-graph applies to --algorithm trees");
   if (!(req.tolerance >= 0) || !std::isfinite(req.tolerance)) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", req.tolerance);

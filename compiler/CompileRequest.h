@@ -77,6 +77,13 @@ struct CompileRequest {
   /// schedule with exactly K, docs/Algorithms-trees.md); none means the
   /// optimum's k.
   std::optional<int64_t> treesPerRoot;
+  /// Trees algorithm: the graph the trees are packed on
+  /// (docs/Algorithms-trees.md, "Trees on the runtime's routes"): the
+  /// physical links (ForestColl's graph; a tree arc's data may then take
+  /// a path its ranks' messages do not) or one rate per rank pair that the
+  /// runtime's routes carry (algorithms::buildRouteGraph).
+  enum class TreeGraph { Physical, Routes };
+  TreeGraph treeGraph = TreeGraph::Physical;
   /// CERAR (--algorithm cerar or hier-cerar, or auto with a tolerance):
   /// components c (0: the policy's choice), relative error tolerance (0:
   /// exact only), wire dtype (fp32, fp16, bf16), condition-number limit (0:
@@ -118,6 +125,9 @@ struct CompileRequest {
 /// on an exact algorithm, a coded algorithm for a target that cannot carry
 /// coded schedules), in the wording the CLI shows.
 llvm::Error checkCompileRequest(const CompileRequest &req);
+
+/// --tree-graph: "physical" or "routes"; user error otherwise.
+llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name);
 
 /// What compile() produced.
 struct CompileResult {

@@ -12,6 +12,7 @@
 #include "compiler/lowerings/Lowering.h"
 
 #include "compiler/algorithms/ForestColl.h"
+#include "compiler/algorithms/RouteGraph.h"
 #include "compiler/analysis/Bound.h"
 #include "compiler/passes/LowerTrees.h"
 #include "support/Diagnostics.h"
@@ -61,7 +62,7 @@ public:
       return makeUserError("--channels applies to the ring algorithms; "
                            "--algorithm trees gives every tree chain its own "
                            "channel");
-    auto g = analysis::buildBoundGraph(*topology, analysis::CapacityKind::Raw);
+    auto g = packingGraph();
     if (!g)
       return g.takeError();
     algorithms::ForestOptions fo;
@@ -123,12 +124,12 @@ public:
     out.summary = llvm::formatv(
                       "{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
                       "tree; fluid packing algbw {6:F2} GB/s (the packing's "
-                      "value, not a prediction), {7:F2}% of the physical "
-                      "bound {8:F2} GB/s",
+                      "value, not a prediction), {7:F2}% of the {9} {8:F2} "
+                      "GB/s",
                       llvm::join(phases, "; "), info.chains, info.channels,
                       info.channels == 1 ? "" : "s", req.chunks,
                       req.chunks == 1 ? "" : "s", algbw / 1e9,
-                      100 * algbw / bound, bound / 1e9)
+                      100 * algbw / bound, bound / 1e9, boundName)
                       .str();
     context = llvm::formatv("--algorithm trees ({0} unit{1} per root, {2} "
                             "chains on {3} channel{4}, {5} chunk{6} per "
@@ -144,6 +145,23 @@ public:
   std::string errorContext() const override { return context; }
 
 private:
+  /// The graph the trees are packed on (--tree-graph): the physical links
+  /// at raw rates, or the rank rate graph of the runtime's routes at
+  /// effective rates (algorithms::buildRouteGraph).
+  llvm::Expected<analysis::BoundGraph> packingGraph() {
+    if (req.treeGraph == CompileRequest::TreeGraph::Physical)
+      return analysis::buildBoundGraph(*topology, analysis::CapacityKind::Raw);
+    boundName = "route graph's bound";
+    analysis::LinkModel links(*topology);
+    algorithms::RouteGraphOptions o;
+    o.allGather = req.collective != ir::Collective::ReduceScatter;
+    o.reduceScatter = req.collective != ir::Collective::AllGather;
+    auto rg = algorithms::buildRouteGraph(*topology, links, o);
+    if (!rg)
+      return rg.takeError();
+    return std::move(rg->graph);
+  }
+
   /// One phase's line of the summary, and its fluid time per byte (with
   /// the rounded shares' loss).
   void describe(const algorithms::Forest &f,
@@ -170,6 +188,8 @@ private:
   /// Sums over the phases of U/k and of lambda* (s/GB per rank's byte).
   double perByte = 0, boundPerByte = 0;
   std::string context;
+  /// What the packing's value is compared with in the summary.
+  std::string boundName = "physical bound";
 };
 
 } // namespace
@@ -185,6 +205,9 @@ std::unique_ptr<Lowering> makeTreesLowering(const LoweringInput &in) {
 /// faster anyway (docs/benchmarks/quality.md); `--algorithm trees` still
 /// builds them.
 constexpr int kAutoTreesMaxRanks = 64;
+/// auto packs trees on the routes' rate graph up to this many ranks: its
+/// linear program has one column per rank pair in a dense tableau.
+constexpr int kAutoRouteTreesMaxRanks = 32;
 
 llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
@@ -210,17 +233,32 @@ llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
     std::vector<int64_t> ks{1};
     if (ctx.topology.numRanks() <= 32)
       ks = {1, 2, 4};
-    for (int64_t k : ks)
-      for (int32_t chunks : {1, 2}) {
-        CompileRequest v = *c.request;
-        v.treesPerRoot = k;
-        v.chunks = chunks;
-        c.variants.push_back({llvm::formatv("--trees-per-root {0} --chunks "
-                                            "{1}",
-                                            k, chunks)
-                                  .str(),
-                              v});
-      }
+    // Within one node a rank pair's route is fixed by its link types, so
+    // trees packed on the routes' rate graph load the links as packed.
+    // Across nodes the route model spreads a pair over NICs where the
+    // runtime binds one per channel, and such trees were slower
+    // (docs/Algorithms-trees.md, "Trees on the runtime's routes").
+    std::vector<CompileRequest::TreeGraph> graphs{
+        CompileRequest::TreeGraph::Physical};
+    if (ctx.topology.numNodes() == 1 &&
+        ctx.topology.numRanks() <= kAutoRouteTreesMaxRanks)
+      graphs.push_back(CompileRequest::TreeGraph::Routes);
+    for (CompileRequest::TreeGraph graph : graphs)
+      for (int64_t k : ks)
+        for (int32_t chunks : {1, 2}) {
+          CompileRequest v = *c.request;
+          v.treesPerRoot = k;
+          v.chunks = chunks;
+          v.treeGraph = graph;
+          c.variants.push_back(
+              {llvm::formatv("{0}--trees-per-root {1} --chunks {2}",
+                             graph == CompileRequest::TreeGraph::Routes
+                                 ? "--tree-graph routes "
+                                 : "",
+                             k, chunks)
+                   .str(),
+               v});
+        }
   }
   return c;
 }

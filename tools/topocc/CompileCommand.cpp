@@ -61,6 +61,7 @@ struct CompileOptions {
   int chunks = 1;
   std::string ring;
   std::string treesPerRoot = "auto";
+  std::string treeGraph = "physical";
   int components = 0;
   double tolerance = 0;
   std::string wireDtype = "fp32";
@@ -688,6 +689,10 @@ llvm::Error runCompile(const CompileOptions &given) {
   if (!treesPerRoot)
     return treesPerRoot.takeError();
   req.treesPerRoot = *treesPerRoot;
+  auto treeGraph = parseTreeGraph(opts.treeGraph);
+  if (!treeGraph)
+    return treeGraph.takeError();
+  req.treeGraph = *treeGraph;
   req.components = opts.components;
   req.tolerance = opts.tolerance;
   req.wireDtype = opts.wireDtype;
@@ -979,6 +984,11 @@ void registerCompileCommand(CLI::App &app) {
   cmd->add_option("--trees-per-root", opts->treesPerRoot,
                   "Trees algorithm: spanning trees per root K (the best "
                   "schedule with exactly K), or auto (the optimum's k)")
+      ->capture_default_str();
+  cmd->add_option("--tree-graph", opts->treeGraph,
+                  "Trees algorithm: pack on the physical links (ForestColl's "
+                  "graph) or on one rate per rank pair that the runtime's "
+                  "routes carry (routes)")
       ->capture_default_str();
   cmd->add_option("--components", opts->components,
                   "CERAR: components c (0: chosen by the policy from the "

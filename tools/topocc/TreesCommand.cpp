@@ -16,6 +16,8 @@
 
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/Bound.h"
+#include "compiler/algorithms/RouteGraph.h"
+#include "compiler/CompileRequest.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "support/Diagnostics.h"
@@ -36,6 +38,7 @@ struct TreesOptions : GraphOptions {
   std::string collective = "allgather";
   std::string treesPerRoot = "auto";
   std::string policy = "proposal";
+  std::string treeGraph = "physical";
   bool timeStages = false;
   bool verbose = false; ///< list every tree (text output)
 };
@@ -46,14 +49,17 @@ std::vector<int> dataPath(const std::vector<int> &p, bool reversed) {
   return reversed ? std::vector<int>(p.rbegin(), p.rend()) : p;
 }
 
-std::string pathText(const topo::Topology &t, const std::vector<int> &p) {
+/// A path of the packing graph `g` by its vertex names (devices on the
+/// physical graph, ranks on the route graph).
+std::string pathText(const analysis::BoundGraph &g, const std::vector<int> &p) {
   std::string s;
   for (size_t i = 0; i < p.size(); ++i)
-    s += (i ? " -> " : "") + t.device(p[i]).name;
+    s += (i ? " -> " : "") + g.vertexName(p[i]);
   return s;
 }
 
 llvm::json::Object forestJson(const topo::Topology &t,
+                              const analysis::BoundGraph &g,
                               const algorithms::Forest &f, llvm::StringRef phase) {
   const int n = t.numRanks();
   llvm::json::Array trees;
@@ -70,7 +76,7 @@ llvm::json::Object forestJson(const topo::Topology &t,
       for (const std::vector<int> &p : pt.paths) {
         llvm::json::Array names;
         for (int v : dataPath(p, f.reversed))
-          names.push_back(t.device(v).name);
+          names.push_back(g.vertexName(v));
         paths.push_back(std::move(names));
       }
       phys.push_back(
@@ -106,8 +112,9 @@ llvm::json::Object forestJson(const topo::Topology &t,
 }
 
 void printForest(llvm::raw_ostream &os, const topo::Topology &t,
+                 const analysis::BoundGraph &g,
                  const algorithms::Forest &f, llvm::StringRef phase,
-                 double bytes, bool listTrees) {
+                 llvm::StringRef boundName, double bytes, bool listTrees) {
   const int n = t.numRanks();
   double boundAlgbw = n / f.bound.lambda.value() * 1e9;
   double algbw = f.algbw(n);
@@ -118,10 +125,9 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
                                  : "out-trees",
                       f.bound.lambda.str(), f.bound.k);
   os << llvm::formatv("  trees: k = {0} per root, U = {1} s/GB: algbw {2:F2} "
-                      "GB/s, {3:F2}% of the physical bound {4:F2} GB/s, "
-                      "time {5}\n",
+                      "GB/s, {3:F2}% of the {6} {4:F2} GB/s, time {5}\n",
                       f.k, f.u.str(), algbw / 1e9, 100 * algbw / boundAlgbw,
-                      boundAlgbw / 1e9, timeText(bytes / algbw));
+                      boundAlgbw / 1e9, timeText(bytes / algbw), boundName);
   os << llvm::formatv("  {0} tree{1} ({2} physical), height max {3} mean "
                       "{4:F2}, congestion {5:F3} of U; max-flows: {6} "
                       "splitting, {7} packing\n",
@@ -163,7 +169,7 @@ void printForest(llvm::raw_ostream &os, const topo::Topology &t,
         auto [p, c] = tr.arcs[a];
         int from = f.reversed ? c : p, to = f.reversed ? p : c;
         os << llvm::formatv("    {0} -> {1}: {2}\n", from, to,
-                            pathText(t, dataPath(pt.paths[a], f.reversed)));
+                            pathText(g, dataPath(pt.paths[a], f.reversed)));
       }
     }
   }
@@ -194,7 +200,26 @@ llvm::Error runTrees(const TreesOptions &opts) {
   const topo::Topology &t = input->topology;
   const analysis::CapacityKind kind = input->capacity;
   const double bytes = input->bytes;
-  auto g = analysis::buildBoundGraph(t, kind);
+  auto treeGraph = parseTreeGraph(opts.treeGraph);
+  if (!treeGraph)
+    return treeGraph.takeError();
+  const bool onRoutes = *treeGraph == CompileRequest::TreeGraph::Routes;
+  const llvm::StringRef boundName =
+      onRoutes ? "route graph's bound" : "physical bound";
+  if (onRoutes && kind != analysis::CapacityKind::Raw)
+    return makeUserError("--tree-graph routes packs at the runtime model's "
+                         "effective rates; --capacity does not apply");
+  analysis::LinkModel links(t);
+  llvm::Expected<analysis::BoundGraph> g = analysis::buildBoundGraph(t, kind);
+  if (onRoutes) {
+    algorithms::RouteGraphOptions rgo;
+    rgo.allGather = opts.collective != "reducescatter";
+    rgo.reduceScatter = opts.collective != "allgather";
+    auto rg = algorithms::buildRouteGraph(t, links, rgo);
+    if (!rg)
+      return rg.takeError();
+    g = std::move(rg->graph);
+  }
   if (!g)
     return g.takeError();
 
@@ -235,13 +260,13 @@ llvm::Error runTrees(const TreesOptions &opts) {
   // kRoutedMaxRanks (64 DGX boxes: 261 632 pairs, 7 s) it is left out.
   constexpr int kRoutedMaxRanks = 128;
   const bool routed = t.numRanks() <= kRoutedMaxRanks;
-  analysis::LinkModel links(t);
   double routedPerByte = 0, worst = 0;
   int busiest = -1;
   for (auto &[phase, f] : forests) {
     if (!routed)
       break;
-    auto r = algorithms::routedTime(f, links, kind);
+    auto r = algorithms::routedTime(
+        f, links, onRoutes ? analysis::CapacityKind::Effective : kind);
     if (!r)
       return r.takeError();
     routedPerByte += r->secondsPerByte;
@@ -261,7 +286,7 @@ llvm::Error runTrees(const TreesOptions &opts) {
   if (opts.format == "json") {
     llvm::json::Array fj;
     for (auto &[phase, f] : forests)
-      fj.push_back(forestJson(t, f, phase));
+      fj.push_back(forestJson(t, *g, f, phase));
     llvm::json::Object root{
         {"format", "topocc-trees/v1"},
         {"topology", t.name()},
@@ -292,23 +317,23 @@ llvm::Error runTrees(const TreesOptions &opts) {
     os << llvm::formatv(": {0} GPUs; {1} trees\n", n, opts.collective);
     os << llvm::formatv(
         "fluid packing: time {0}  algbw {1:F2} GB/s  busbw {2:F2} GB/s  "
-        "({3:F2}% of the physical bound: algbw {4:F2} GB/s; the packing's "
-        "value, not a prediction)\n",
+        "({3:F2}% of the {5}: algbw {4:F2} GB/s; the packing's value, not a "
+        "prediction)\n",
         timeText(time), bytes / time / 1e9, bytes / time * busFactor / 1e9,
-        100 * boundTime / time, bytes / boundTime / 1e9);
+        100 * boundTime / time, bytes / boundTime / 1e9, boundName);
     if (routed)
       os << llvm::formatv(
           "on the schedule's routes: time {0}  algbw {1:F2} GB/s  busbw "
-          "{2:F2} GB/s  ({3:F2}% of the physical bound; busiest link {4})\n",
+          "{2:F2} GB/s  ({3:F2}% of the {5}; busiest link {4})\n",
           timeText(routedTime), bytes / routedTime / 1e9,
           bytes / routedTime * busFactor / 1e9, 100 * boundTime / routedTime,
-          busiestName);
+          busiestName, boundName);
     else
       os << llvm::formatv("on the schedule's routes: not computed above {0} "
                           "ranks (a max-flow per rank pair)\n",
                           kRoutedMaxRanks);
     for (auto &[phase, f] : forests)
-      printForest(os, t, f, phase, bytes, opts.verbose);
+      printForest(os, t, *g, f, phase, boundName, bytes, opts.verbose);
   }
   os.flush();
   return writeOutputFile("-", out);
@@ -330,6 +355,11 @@ void registerTreesCommand(CLI::App &app) {
   cmd->add_option("--policy", opts->policy,
                   "Switch splitting: proposal (fast, spread fallback), spread "
                   "(shallow trees) or greedy")
+      ->capture_default_str();
+  cmd->add_option("--tree-graph", opts->treeGraph,
+                  "Pack on the physical links (ForestColl's graph) or on one "
+                  "rate per rank pair that the runtime's routes carry "
+                  "(routes, at effective rates)")
       ->capture_default_str();
   cmd->add_flag("--time-stages", opts->timeStages,
                 "Print each stage's wall time to stderr");

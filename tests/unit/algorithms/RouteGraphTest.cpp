@@ -1,0 +1,129 @@
+//===- tests/unit/algorithms/RouteGraphTest.cpp - Trees on routes ---------===//
+//
+// The rank rate graph of RouteGraph.h: its rates fit every link when each
+// pair's data takes its route; on one node its bound is the realizable
+// bound (mi250's xGMI and PCIe mesh, dgx-a100's NVSwitch), and across
+// nodes never above it; trees packed on it load the links exactly as the
+// packing says (routedTime equals the forest's own time).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/algorithms/ForestColl.h"
+#include "compiler/algorithms/RouteGraph.h"
+#include "compiler/analysis/RealizableGraph.h"
+
+#include "tests/support/Topologies.h"
+
+#include "gtest/gtest.h"
+
+#include <vector>
+
+using namespace topocc;
+using namespace topocc::algorithms;
+using namespace topocc::analysis;
+
+namespace {
+
+/// Every link's load when each arc's rate takes its ranks' route, over its
+/// effective capacity; the largest such ratio.
+double worstLinkLoad(const BoundGraph &g, LinkModel &m) {
+  std::vector<double> load(m.numResources(), 0.0);
+  for (const BoundGraph::Arc &a : g.arcs) {
+    const double rate = static_cast<double>(a.cap) * g.quantumBytesPerSec;
+    for (auto [res, share] : m.rankFlow(a.from, a.to).res)
+      load[res] += rate * share;
+  }
+  double worst = 0;
+  for (int res = 0; res < m.numResources(); ++res)
+    if (load[res] > 0) {
+      EXPECT_GT(m.capacity(res), 0) << m.resourceName(res);
+      worst = std::max(worst, load[res] / m.capacity(res));
+    }
+  return worst;
+}
+
+/// Seconds per GB of a rank's shard: lambda* of the graph's bound.
+double lambdaOf(const BoundGraph &g, bool reversed) {
+  auto b = dinkelbachBound(g, reversed);
+  EXPECT_TRUE(static_cast<bool>(b)) << llvm::toString(b.takeError());
+  return b ? b->lambda.value() : 0;
+}
+
+struct Case {
+  const char *file;
+  bool oneNode;
+};
+
+class RouteGraphLibrary : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RouteGraphLibrary, RatesFitTheLinksAndReachTheRealizableBound) {
+  topo::Topology t = topocc::testing::libraryTopology(GetParam().file);
+  LinkModel m(t);
+  RouteGraphOptions o;
+  o.allGather = o.reduceScatter = true;
+  auto rg = buildRouteGraph(t, m, o);
+  ASSERT_TRUE(static_cast<bool>(rg)) << llvm::toString(rg.takeError());
+  EXPECT_EQ(rg->graph.compute.size(), static_cast<size_t>(t.numRanks()));
+  EXPECT_LE(worstLinkLoad(rg->graph, m), 1 + 1e-9);
+
+  auto realizable = computeRealizableBound(t);
+  ASSERT_TRUE(static_cast<bool>(realizable))
+      << llvm::toString(realizable.takeError());
+  for (bool reversed : {false, true}) {
+    const double ours = lambdaOf(rg->graph, reversed);
+    const double best = reversed ? realizable->reduceScatter.lambda.value()
+                                 : realizable->allgather.lambda.value();
+    // The LP's rate is the graph's, up to the rounding to quanta.
+    EXPECT_NEAR(1 / ours, rg->lpRate / 1e9, 1e-5 * rg->lpRate / 1e9);
+    // Messages on fixed routes never beat the realizable bound, and on
+    // one node (a route per pair fixed by its link types) they reach it.
+    EXPECT_GE(ours, best * (1 - 1e-6)) << (reversed ? "RS" : "AG");
+    if (GetParam().oneNode) {
+      EXPECT_NEAR(ours, best, 1e-5 * best) << (reversed ? "RS" : "AG");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Library, RouteGraphLibrary,
+                         ::testing::Values(Case{"mi250.yaml", true},
+                                           Case{"dgx-a100.yaml", true},
+                                           Case{"a100-pcie-8gpu.yaml", true},
+                                           Case{"dgx-a100x2.yaml", false}),
+                         [](const auto &info) {
+                           std::string name = info.param.file;
+                           name = name.substr(0, name.find('.'));
+                           for (char &c : name)
+                             if (c == '-')
+                               c = '_';
+                           return name;
+                         });
+
+TEST(RouteGraphTest, TreesOnItRunAsPacked) {
+  topo::Topology t = topocc::testing::libraryTopology("mi250.yaml");
+  LinkModel m(t);
+  auto rg = buildRouteGraph(t, m);
+  ASSERT_TRUE(static_cast<bool>(rg)) << llvm::toString(rg.takeError());
+  EXPECT_TRUE(rg->symmetric);
+  ForestOptions fo;
+  fo.treesPerRoot = 2;
+  auto f = buildForest(rg->graph, fo);
+  ASSERT_TRUE(static_cast<bool>(f)) << llvm::toString(f.takeError());
+  auto routed = routedTime(*f, m, CapacityKind::Effective);
+  ASSERT_TRUE(static_cast<bool>(routed)) << llvm::toString(routed.takeError());
+  // The forest's time per byte of M: U / (k N) seconds per GB.
+  const double packed = f->u.value() / f->k / t.numRanks() * 1e-9;
+  EXPECT_LE(routed->secondsPerByte, packed * (1 + 1e-6));
+  // The physical packing's trees send some arcs' data over PCIe paths
+  // that their ranks' messages do not take: on the routes they are slower
+  // than their own packing says.
+  auto phys = buildBoundGraph(t, CapacityKind::Effective);
+  ASSERT_TRUE(static_cast<bool>(phys));
+  auto pf = buildForest(*phys, fo);
+  ASSERT_TRUE(static_cast<bool>(pf)) << llvm::toString(pf.takeError());
+  auto physRouted = routedTime(*pf, m, CapacityKind::Effective);
+  ASSERT_TRUE(static_cast<bool>(physRouted));
+  EXPECT_GT(physRouted->secondsPerByte,
+            pf->u.value() / pf->k / t.numRanks() * 1e-9 * 1.05);
+}
+
+} // namespace
