@@ -219,7 +219,8 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
 
 llvm::Expected<RoutedTime> routedTime(const Forest &f,
                                       analysis::LinkModel &m,
-                                      analysis::CapacityKind kind) {
+                                      analysis::CapacityKind kind,
+                                      const analysis::NcclNetRoutes *net) {
   const int n = m.topology().numRanks();
   std::vector<double> load(m.numResources(), 0.0); // per byte of M
   for (const PackedTree &t : f.trees.trees) {
@@ -228,7 +229,7 @@ llvm::Expected<RoutedTime> routedTime(const Forest &f,
       // Data flows parent -> child in out-trees, child -> parent in the
       // in-trees of a reversed forest.
       int from = f.reversed ? child : parent, to = f.reversed ? parent : child;
-      const analysis::PathFlow &p = m.rankFlow(from, to);
+      const analysis::PathFlow p = analysis::runtimeRankFlow(m, net, from, to);
       if (!p.found)
         return makeUserError(llvm::formatv(
             "trees: ranks {0} and {1} are joined by a tree arc but have no "

@@ -15,6 +15,7 @@
 #include "compiler/algorithms/TreePacking.h"
 #include "compiler/analysis/Bound.h"
 #include "compiler/analysis/CostModel.h"
+#include "compiler/analysis/NetRoutes.h"
 
 #include "llvm/Support/Error.h"
 
@@ -102,8 +103,10 @@ RoundedShares roundTreeShares(const Forest &f, const analysis::BoundGraph &g,
 
 /// The trees' time when every tree arc's data takes the route(s) the
 /// schedule's messages take between its two ranks
-/// (analysis::LinkModel::rankFlow: the widest shortest route, split evenly
-/// over equal ones), not the switch paths the packing chose: a GPU pair
+/// (analysis::runtimeRankFlow with `net`, the runtime model's NICs across
+/// nodes; within a node and without `net` LinkModel::rankFlow, the widest
+/// shortest route split evenly over equal ones), not the switch paths the
+/// packing chose: a GPU pair
 /// joined by NVLink and by PCIe through the CPUs sends over NVLink only, so
 /// trees packed over both load NVLink more than U. Seconds per byte of the
 /// collective's data M (each root's M/N bytes, a tree of C_T units carrying
@@ -117,7 +120,8 @@ struct RoutedTime {
 };
 llvm::Expected<RoutedTime> routedTime(const Forest &f,
                                       analysis::LinkModel &m,
-                                      analysis::CapacityKind kind);
+                                      analysis::CapacityKind kind,
+                                      const analysis::NcclNetRoutes *net);
 
 } // namespace topocc::algorithms
 

@@ -8,6 +8,7 @@
 #include "compiler/algorithms/RouteGraph.h"
 
 #include "compiler/algorithms/LinearProgram.h"
+#include "compiler/analysis/NetRoutes.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace topocc::algorithms {
@@ -96,13 +98,16 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
   RouteGraph out;
 
   // Routes of every ordered pair, and whether they mirror each other.
+  std::optional<analysis::NcclNetRoutes> net;
+  if (o.ncclNetRule && t.numNodes() > 1)
+    net.emplace(t);
   std::vector<std::vector<analysis::PathFlow>> flow(
       n, std::vector<analysis::PathFlow>(n));
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) {
       if (a == b)
         continue;
-      flow[a][b] = m.rankFlow(a, b);
+      flow[a][b] = analysis::runtimeRankFlow(m, net ? &*net : nullptr, a, b);
       if (!flow[a][b].found || flow[a][b].res.empty())
         return makeUserError(llvm::formatv(
             "no route from {0} to {1}: trees on the runtime's routes need "

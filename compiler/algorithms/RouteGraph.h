@@ -4,8 +4,10 @@
 // data must take the route the runtime gives its two ranks
 // (docs/Algorithms-trees.md, "Trees on the runtime's routes"). A tree arc
 // from rank a to rank b is one message, and the runtime sends it on the
-// route of analysis::LinkModel::rankFlow(a, b): NVLink or xGMI for a pair
-// joined by such a link, never the PCIe path beside it. So instead of
+// route the runtime model gives the pair: within a node
+// analysis::LinkModel::rankFlow(a, b), NVLink or xGMI for a pair joined by
+// such a link, never the PCIe path beside it; across nodes through the
+// NICs NCCL's net transport gives both ends (NetRoutes.h). So instead of
 // packing on the physical graph (whose switch paths a message may not
 // take), the trees are packed on a graph whose vertices are the ranks and
 // whose arc a -> b has a rate c(a, b) such that every link carries what
@@ -46,6 +48,11 @@ struct RouteGraphOptions {
   /// Rounds of the cut loop; the LP's value when it runs out is still an
   /// upper bound, and the graph's own bound is what the trees reach.
   int maxRounds = 300;
+  /// Across nodes, a pair's route goes through the NICs NCCL's net
+  /// transport gives both ends (analysis::NcclNetRoutes), as the runtime
+  /// model sends it; off: LinkModel's free routing over every NIC (the
+  /// store-and-forward and cut-through modes).
+  bool ncclNetRule = true;
 };
 
 struct RouteGraph {

@@ -2,9 +2,12 @@
 
 #include "compiler/analysis/NetRoutes.h"
 
+#include "compiler/analysis/CostModel.h"
+
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <numeric>
 
 namespace topocc::analysis {
 
@@ -116,6 +119,32 @@ int NcclNetRoutes::nicFor(int rank, int channel) const {
   int spread = (count + rn.localGpus - 1) / rn.localGpus;
   net += std::max(0, channel) % spread;
   return rn.nets[net % count];
+}
+
+PathFlow runtimeRankFlow(LinkModel &m, const NcclNetRoutes *net, int a,
+                         int b) {
+  const topo::Topology &t = m.topology();
+  if (!net || t.nodeOfRank(a) == t.nodeOfRank(b))
+    return m.rankFlow(a, b);
+  const int period = std::lcm(net->period(a), net->period(b));
+  std::map<int, double> load;
+  PathFlow mean;
+  for (int c = 0; c < period; ++c) {
+    const int out = net->nicFor(a, c), in = net->nicFor(b, c);
+    const PathFlow *f = nullptr;
+    if (out >= 0 && in >= 0)
+      f = &m.viaFlow(a, out, in, b);
+    if (!f || !f->found)
+      f = &m.rankFlow(a, b);
+    if (!f->found || period == 1)
+      return *f;
+    if (c == 0)
+      mean = *f; // its bandwidth, latency and hops stand for the others
+    for (auto [res, share] : f->res)
+      load[res] += share / period;
+  }
+  mean.res.assign(load.begin(), load.end());
+  return mean;
 }
 
 } // namespace topocc::analysis

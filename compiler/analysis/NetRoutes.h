@@ -21,6 +21,9 @@
 
 namespace topocc::analysis {
 
+class LinkModel;
+struct PathFlow;
+
 class NcclNetRoutes {
 public:
   explicit NcclNetRoutes(const topo::Topology &t);
@@ -45,6 +48,14 @@ private:
   };
   std::vector<RankNets> perRank;
 };
+
+/// How the runtime model spreads a message from rank a to rank b over the
+/// links (the simulator's rule): across nodes, with `net`, through the NICs
+/// it gives both ends on a channel, averaged over the channels after which
+/// those repeat (one channel on DGX boxes: a NIC per GPU), or free routing
+/// where those NICs give no route; otherwise LinkModel::rankFlow. With
+/// several channels the bandwidth, latency and hops are the first's.
+PathFlow runtimeRankFlow(LinkModel &m, const NcclNetRoutes *net, int a, int b);
 
 } // namespace topocc::analysis
 

@@ -29,6 +29,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 
 namespace topocc::driver {
 
@@ -260,13 +261,19 @@ llvm::Error runTrees(const TreesOptions &opts) {
   // kRoutedMaxRanks (64 DGX boxes: 261 632 pairs, 7 s) it is left out.
   constexpr int kRoutedMaxRanks = 128;
   const bool routed = t.numRanks() <= kRoutedMaxRanks;
+  // Across nodes a message goes through the NICs NCCL gives both ends, as
+  // in the runtime model.
+  std::optional<analysis::NcclNetRoutes> net;
+  if (t.numNodes() > 1)
+    net.emplace(t);
   double routedPerByte = 0, worst = 0;
   int busiest = -1;
   for (auto &[phase, f] : forests) {
     if (!routed)
       break;
     auto r = algorithms::routedTime(
-        f, links, onRoutes ? analysis::CapacityKind::Effective : kind);
+        f, links, onRoutes ? analysis::CapacityKind::Effective : kind,
+        net ? &*net : nullptr);
     if (!r)
       return r.takeError();
     routedPerByte += r->secondsPerByte;

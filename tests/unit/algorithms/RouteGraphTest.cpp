@@ -1,21 +1,23 @@
 //===- tests/unit/algorithms/RouteGraphTest.cpp - Trees on routes ---------===//
 //
 // The rank rate graph of RouteGraph.h: its rates fit every link when each
-// pair's data takes its route; on one node its bound is the realizable
-// bound (mi250's xGMI and PCIe mesh, dgx-a100's NVSwitch), and across
-// nodes never above it; trees packed on it load the links exactly as the
+// pair's data takes its route (through NCCL's NICs across nodes); on one
+// node its bound is the realizable bound (mi250's xGMI and PCIe mesh,
+// dgx-a100's NVSwitch), and across nodes never above it; trees packed on it load the links exactly as the
 // packing says (routedTime equals the forest's own time).
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/algorithms/RouteGraph.h"
+#include "compiler/analysis/NetRoutes.h"
 #include "compiler/analysis/RealizableGraph.h"
 
 #include "tests/support/Topologies.h"
 
 #include "gtest/gtest.h"
 
+#include <optional>
 #include <vector>
 
 using namespace topocc;
@@ -24,13 +26,18 @@ using namespace topocc::analysis;
 
 namespace {
 
-/// Every link's load when each arc's rate takes its ranks' route, over its
-/// effective capacity; the largest such ratio.
+/// Every link's load when each arc's rate takes its ranks' route in the
+/// runtime model (NCCL's NICs across nodes), over its effective capacity;
+/// the largest such ratio.
 double worstLinkLoad(const BoundGraph &g, LinkModel &m) {
+  std::optional<NcclNetRoutes> net;
+  if (m.topology().numNodes() > 1)
+    net.emplace(m.topology());
   std::vector<double> load(m.numResources(), 0.0);
   for (const BoundGraph::Arc &a : g.arcs) {
     const double rate = static_cast<double>(a.cap) * g.quantumBytesPerSec;
-    for (auto [res, share] : m.rankFlow(a.from, a.to).res)
+    const PathFlow f = runtimeRankFlow(m, net ? &*net : nullptr, a.from, a.to);
+    for (auto [res, share] : f.res)
       load[res] += rate * share;
   }
   double worst = 0;
@@ -51,7 +58,7 @@ double lambdaOf(const BoundGraph &g, bool reversed) {
 
 struct Case {
   const char *file;
-  bool oneNode;
+  bool reachesRealizable; ///< measured: equal bounds
 };
 
 class RouteGraphLibrary : public ::testing::TestWithParam<Case> {};
@@ -73,13 +80,16 @@ TEST_P(RouteGraphLibrary, RatesFitTheLinksAndReachTheRealizableBound) {
     const double ours = lambdaOf(rg->graph, reversed);
     const double best = reversed ? realizable->reduceScatter.lambda.value()
                                  : realizable->allgather.lambda.value();
-    // The LP's rate is the graph's, up to the rounding to quanta.
-    EXPECT_NEAR(1 / ours, rg->lpRate / 1e9, 1e-5 * rg->lpRate / 1e9);
-    // Messages on fixed routes never beat the realizable bound, and on
-    // one node (a route per pair fixed by its link types) they reach it.
+    // The LP's rate is the graph's, up to the rounding to quanta (at
+    // most one quantum, 2^-19 of the largest rate, per arc of a cut).
+    EXPECT_NEAR(1 / ours, rg->lpRate / 1e9, 1e-4 * rg->lpRate / 1e9);
+    // Messages on fixed routes never beat the realizable bound. On one
+    // node (a route per pair fixed by its link types) they reach it, and
+    // on mi250x2 too; on dgx-a100x2 they reach 264.0 of its 265.6 GB/s
+    // busbw, where the realizable graph joins hops of different routes.
     EXPECT_GE(ours, best * (1 - 1e-6)) << (reversed ? "RS" : "AG");
-    if (GetParam().oneNode) {
-      EXPECT_NEAR(ours, best, 1e-5 * best) << (reversed ? "RS" : "AG");
+    if (GetParam().reachesRealizable) {
+      EXPECT_NEAR(ours, best, 1e-4 * best) << (reversed ? "RS" : "AG");
     }
   }
 }
@@ -88,7 +98,8 @@ INSTANTIATE_TEST_SUITE_P(Library, RouteGraphLibrary,
                          ::testing::Values(Case{"mi250.yaml", true},
                                            Case{"dgx-a100.yaml", true},
                                            Case{"a100-pcie-8gpu.yaml", true},
-                                           Case{"dgx-a100x2.yaml", false}),
+                                           Case{"dgx-a100x2.yaml", false},
+                                           Case{"mi250x2.yaml", true}),
                          [](const auto &info) {
                            std::string name = info.param.file;
                            name = name.substr(0, name.find('.'));
@@ -108,7 +119,7 @@ TEST(RouteGraphTest, TreesOnItRunAsPacked) {
   fo.treesPerRoot = 2;
   auto f = buildForest(rg->graph, fo);
   ASSERT_TRUE(static_cast<bool>(f)) << llvm::toString(f.takeError());
-  auto routed = routedTime(*f, m, CapacityKind::Effective);
+  auto routed = routedTime(*f, m, CapacityKind::Effective, nullptr);
   ASSERT_TRUE(static_cast<bool>(routed)) << llvm::toString(routed.takeError());
   // The forest's time per byte of M: U / (k N) seconds per GB.
   const double packed = f->u.value() / f->k / t.numRanks() * 1e-9;
@@ -120,10 +131,31 @@ TEST(RouteGraphTest, TreesOnItRunAsPacked) {
   ASSERT_TRUE(static_cast<bool>(phys));
   auto pf = buildForest(*phys, fo);
   ASSERT_TRUE(static_cast<bool>(pf)) << llvm::toString(pf.takeError());
-  auto physRouted = routedTime(*pf, m, CapacityKind::Effective);
+  auto physRouted = routedTime(*pf, m, CapacityKind::Effective, nullptr);
   ASSERT_TRUE(static_cast<bool>(physRouted));
   EXPECT_GT(physRouted->secondsPerByte,
             pf->u.value() / pf->k / t.numRanks() * 1e-9 * 1.05);
+}
+
+TEST(RouteGraphTest, AcrossNodesTreesRunAsPackedOnNcclsNics) {
+  topo::Topology t = topocc::testing::libraryTopology("dgx-a100x2.yaml");
+  LinkModel m(t);
+  NcclNetRoutes net(t);
+  auto rg = buildRouteGraph(t, m);
+  ASSERT_TRUE(static_cast<bool>(rg)) << llvm::toString(rg.takeError());
+  ForestOptions fo;
+  fo.treesPerRoot = 1;
+  auto f = buildForest(rg->graph, fo);
+  ASSERT_TRUE(static_cast<bool>(f)) << llvm::toString(f.takeError());
+  const double packed = f->u.value() / f->k / t.numRanks() * 1e-9;
+  auto onNics = routedTime(*f, m, CapacityKind::Effective, &net);
+  ASSERT_TRUE(static_cast<bool>(onNics));
+  EXPECT_LE(onNics->secondsPerByte, packed * (1 + 1e-6));
+  // Without NCCL's NICs a pair's data would spread over every NIC of its
+  // widest route, which is not what the runtime does, nor what was packed.
+  auto spread = routedTime(*f, m, CapacityKind::Effective, nullptr);
+  ASSERT_TRUE(static_cast<bool>(spread));
+  EXPECT_GT(spread->secondsPerByte, packed * 1.05);
 }
 
 } // namespace
