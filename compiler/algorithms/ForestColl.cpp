@@ -217,8 +217,7 @@ llvm::Expected<Forest> buildForest(const analysis::BoundGraph &g,
   return f;
 }
 
-llvm::Expected<RoutedTime> routedTime(const Forest &f,
-                                      analysis::LinkModel &m,
+llvm::Expected<RoutedTime> routedTime(const Forest &f, analysis::LinkModel &m,
                                       analysis::CapacityKind kind,
                                       const analysis::NcclNetRoutes *net) {
   const int n = m.topology().numRanks();

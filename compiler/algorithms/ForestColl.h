@@ -118,8 +118,7 @@ struct RoutedTime {
   double secondsPerByte = 0;
   int busiest = -1;
 };
-llvm::Expected<RoutedTime> routedTime(const Forest &f,
-                                      analysis::LinkModel &m,
+llvm::Expected<RoutedTime> routedTime(const Forest &f, analysis::LinkModel &m,
                                       analysis::CapacityKind kind,
                                       const analysis::NcclNetRoutes *net);
 

@@ -65,27 +65,6 @@ bool mirrors(const analysis::LinkModel &m, const analysis::PathFlow &ab,
   return true;
 }
 
-/// Ranks reached from rank 0 along arcs (backwards: reaching rank 0).
-std::vector<char> reached(const analysis::BoundGraph &g, bool backwards) {
-  const int n = static_cast<int>(g.compute.size());
-  std::vector<std::vector<int>> adj(n);
-  for (const analysis::BoundGraph::Arc &a : g.arcs)
-    backwards ? adj[a.to].push_back(a.from) : adj[a.from].push_back(a.to);
-  std::vector<char> seen(n, 0);
-  std::vector<int> stack{0};
-  seen[0] = 1;
-  while (!stack.empty()) {
-    int u = stack.back();
-    stack.pop_back();
-    for (int w : adj[u])
-      if (!seen[w]) {
-        seen[w] = 1;
-        stack.push_back(w);
-      }
-  }
-  return seen;
-}
-
 } // namespace
 
 llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
@@ -93,8 +72,8 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
                                            const RouteGraphOptions &o) {
   const int n = t.numRanks();
   if (n < 2)
-    return makeUserError(llvm::formatv(
-        "trees need at least 2 GPUs; the topology has {0}", n));
+    return makeUserError(
+        llvm::formatv("trees need at least 2 GPUs; the topology has {0}", n));
   RouteGraph out;
 
   // Routes of every ordered pair, and whether they mirror each other.
@@ -229,7 +208,7 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
                          double x) -> llvm::Expected<bool> {
     bool added = false;
     for (bool backwards : {false, true}) {
-      std::vector<char> seen = reached(g, backwards);
+      std::vector<char> seen = analysis::reachedFromFirstRank(g, backwards);
       if (std::count(seen.begin(), seen.end(), 1) == n)
         continue;
       // Forwards, nothing leaves the reached set; backwards, nothing

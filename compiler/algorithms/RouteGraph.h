@@ -1,4 +1,4 @@
-//===- compiler/algorithms/RouteGraph.h - Trees on the runtime's routes -*- C++ -*-===//
+//===- compiler/algorithms/RouteGraph.h - Trees on routes -*- C++ -*-===//
 //
 // The rank graph that spanning trees are packed on when every tree arc's
 // data must take the route the runtime gives its two ranks
@@ -59,10 +59,10 @@ struct RouteGraph {
   /// Ranks only (vertex r = rank r, named as the rank), one arc per pair
   /// with a positive rate, capacities in quanta of quantumBytesPerSec.
   analysis::BoundGraph graph;
-  double lpRate = 0;    ///< the LP's x: bytes/s per rank's shard
+  double lpRate = 0;      ///< the LP's x: bytes/s per rank's shard
   bool symmetric = false; ///< one rate per unordered pair
   int rounds = 0, cuts = 0;
-  int pairs = 0;        ///< routed rank pairs (LP columns)
+  int pairs = 0; ///< routed rank pairs (LP columns)
 };
 
 /// The rate graph above for `t`. User errors: fewer than 2 ranks, a rank

@@ -241,6 +241,27 @@ std::optional<int64_t> integralCapacity(double bytesPerSec) {
   return static_cast<int64_t>(rounded);
 }
 
+std::vector<char> reachedFromFirstRank(const BoundGraph &g, bool reversed) {
+  std::vector<char> seen(g.numVertices, 0);
+  std::vector<std::vector<int>> adj(g.numVertices);
+  for (const BoundGraph::Arc &a : g.arcs) {
+    auto [u, w] = ends(a, reversed);
+    adj[u].push_back(w);
+  }
+  std::vector<int> stack{g.compute[0]};
+  seen[g.compute[0]] = 1;
+  while (!stack.empty()) {
+    int u = stack.back();
+    stack.pop_back();
+    for (int w : adj[u])
+      if (!seen[w]) {
+        seen[w] = 1;
+        stack.push_back(w);
+      }
+  }
+  return seen;
+}
+
 llvm::Error finishBoundGraph(BoundGraph &g, const topo::Topology &t) {
   int64_t quantum = 0;
   for (const BoundGraph::Arc &a : g.arcs)
@@ -263,23 +284,7 @@ llvm::Error finishBoundGraph(BoundGraph &g, const topo::Topology &t) {
 
   // Every GPU must reach every other (GPUs relay here).
   auto reach = [&](bool reversed) {
-    std::vector<char> seen(g.numVertices, 0);
-    std::vector<std::vector<int>> adj(g.numVertices);
-    for (const BoundGraph::Arc &a : g.arcs) {
-      auto [u, w] = ends(a, reversed);
-      adj[u].push_back(w);
-    }
-    std::vector<int> stack{g.compute[0]};
-    seen[g.compute[0]] = 1;
-    while (!stack.empty()) {
-      int u = stack.back();
-      stack.pop_back();
-      for (int w : adj[u])
-        if (!seen[w]) {
-          seen[w] = 1;
-          stack.push_back(w);
-        }
-    }
+    std::vector<char> seen = reachedFromFirstRank(g, reversed);
     for (size_t r = 0; r < g.compute.size(); ++r)
       if (!seen[g.compute[r]])
         return static_cast<int>(r);

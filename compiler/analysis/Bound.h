@@ -116,6 +116,10 @@ llvm::Expected<CapacityKind> parseCapacityKind(llvm::StringRef text);
 /// 1, too large or more than 1e-9 relative away from a whole number.
 std::optional<int64_t> integralCapacity(double bytesPerSec);
 
+/// Per vertex of `g`: whether rank 0's vertex reaches it along the arcs
+/// (reversed: whether it reaches rank 0's vertex). REQUIRES: a rank.
+std::vector<char> reachedFromFirstRank(const BoundGraph &g, bool reversed);
+
 /// Divides the capacities of `g` (bytes/s) by their gcd (setting
 /// quantumBytesPerSec) and checks what dinkelbachBound requires: the sum
 /// of capacities small enough for exact arithmetic and every compute vertex

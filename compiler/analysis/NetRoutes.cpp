@@ -121,8 +121,7 @@ int NcclNetRoutes::nicFor(int rank, int channel) const {
   return rn.nets[net % count];
 }
 
-PathFlow runtimeRankFlow(LinkModel &m, const NcclNetRoutes *net, int a,
-                         int b) {
+PathFlow runtimeRankFlow(LinkModel &m, const NcclNetRoutes *net, int a, int b) {
   const topo::Topology &t = m.topology();
   if (!net || t.nodeOfRank(a) == t.nodeOfRank(b))
     return m.rankFlow(a, b);

@@ -121,8 +121,8 @@ public:
     out.schedule = std::move(*lowered);
     // Bandwidth term only: (M/N) U/k per phase against (M/N) lambda*.
     double algbw = n / perByte * 1e9, bound = n / boundPerByte * 1e9;
-    out.summary = llvm::formatv(
-                      "{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
+    out.summary =
+        llvm::formatv("{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
                       "tree; fluid packing algbw {6:F2} GB/s (the packing's "
                       "value, not a prediction), {7:F2}% of the {9} {8:F2} "
                       "GB/s",
@@ -130,7 +130,7 @@ public:
                       info.channels == 1 ? "" : "s", req.chunks,
                       req.chunks == 1 ? "" : "s", algbw / 1e9,
                       100 * algbw / bound, bound / 1e9, boundName)
-                      .str();
+            .str();
     context = llvm::formatv("--algorithm trees ({0} unit{1} per root, {2} "
                             "chains on {3} channel{4}, {5} chunk{6} per "
                             "tree): ",

@@ -14,10 +14,10 @@
 #include "tools/topocc/Driver.h"
 #include "tools/topocc/TreeOptions.h"
 
-#include "compiler/algorithms/ForestColl.h"
-#include "compiler/analysis/Bound.h"
-#include "compiler/algorithms/RouteGraph.h"
 #include "compiler/CompileRequest.h"
+#include "compiler/algorithms/ForestColl.h"
+#include "compiler/algorithms/RouteGraph.h"
+#include "compiler/analysis/Bound.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "support/Diagnostics.h"
@@ -61,7 +61,8 @@ std::string pathText(const analysis::BoundGraph &g, const std::vector<int> &p) {
 
 llvm::json::Object forestJson(const topo::Topology &t,
                               const analysis::BoundGraph &g,
-                              const algorithms::Forest &f, llvm::StringRef phase) {
+                              const algorithms::Forest &f,
+                              llvm::StringRef phase) {
   const int n = t.numRanks();
   llvm::json::Array trees;
   for (size_t ti = 0; ti < f.trees.trees.size(); ++ti) {
@@ -113,9 +114,9 @@ llvm::json::Object forestJson(const topo::Topology &t,
 }
 
 void printForest(llvm::raw_ostream &os, const topo::Topology &t,
-                 const analysis::BoundGraph &g,
-                 const algorithms::Forest &f, llvm::StringRef phase,
-                 llvm::StringRef boundName, double bytes, bool listTrees) {
+                 const analysis::BoundGraph &g, const algorithms::Forest &f,
+                 llvm::StringRef phase, llvm::StringRef boundName, double bytes,
+                 bool listTrees) {
   const int n = t.numRanks();
   double boundAlgbw = n / f.bound.lambda.value() * 1e9;
   double algbw = f.algbw(n);

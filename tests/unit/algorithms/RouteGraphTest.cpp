@@ -3,13 +3,14 @@
 // The rank rate graph of RouteGraph.h: its rates fit every link when each
 // pair's data takes its route (through NCCL's NICs across nodes); on one
 // node its bound is the realizable bound (mi250's xGMI and PCIe mesh,
-// dgx-a100's NVSwitch), and across nodes never above it; trees packed on it load the links exactly as the
-// packing says (routedTime equals the forest's own time).
+// dgx-a100's NVSwitch), and across nodes never above it; trees packed on it
+// load the links exactly as the packing says (routedTime equals the forest's
+// own time).
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/algorithms/ForestColl.h"
 #include "compiler/algorithms/RouteGraph.h"
+#include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/NetRoutes.h"
 #include "compiler/analysis/RealizableGraph.h"
 
