@@ -1,7 +1,8 @@
 //===- compiler/lowerings/HierRing.cpp - --algorithm hier-ring ------------===//
 //
 // The hierarchical ring: an intra-node ring (the ring search's order over
-// node 0's GPUs) and one inter-node ring per rail, lowered by
+// node 0's GPUs; with several channels, the ring packing's rings over
+// them, one per channel) and one inter-node ring per rail, lowered by
 // compiler/passes/LowerHierRing.h. Multi-node all-reduce, all-gather and
 // reduce-scatter.
 //
@@ -45,6 +46,8 @@ llvm::Expected<Lowered> lowerHierRing(const topo::Topology *t,
   o.nodes = nodeRanks(*t);
   if (o.nodes.size() >= 2)
     o.localOrder = hierLocalOrder(*t, o.nodes[0], req.collective, req.bytes);
+  if (o.nodes.size() >= 2)
+    o.channelOrders = hierChannelOrders(*t, o.nodes[0], req.channels);
   o.channels = req.channels;
   o.chunks = req.chunks;
   o.inplace = req.inplace;
@@ -54,13 +57,24 @@ llvm::Expected<Lowered> lowerHierRing(const topo::Topology *t,
     return lowered.takeError();
   Lowered out;
   out.schedule = std::move(*lowered);
-  std::vector<std::string> order;
-  for (int32_t l : o.localOrder)
-    order.push_back(std::to_string(l));
-  out.summary = llvm::formatv("{0} nodes x {1} GPUs, intra-node order {2}, "
-                              "one inter-node ring per rail",
-                              o.nodes.size(), o.nodes[0].size(),
-                              llvm::join(order, ","))
+  // The intra-node rings: one order, or one per channel.
+  auto orderText = [](const std::vector<int32_t> &order) {
+    std::vector<std::string> parts;
+    for (int32_t l : order)
+      parts.push_back(std::to_string(l));
+    return llvm::join(parts, ",");
+  };
+  std::string intra = "intra-node order " + orderText(o.localOrder);
+  if (!o.channelOrders.empty()) {
+    std::vector<std::string> perChannel;
+    for (const std::vector<int32_t> &order : o.channelOrders)
+      perChannel.push_back(orderText(order));
+    intra = "intra-node rings per channel (ring packing) " +
+            llvm::join(perChannel, " | ");
+  }
+  out.summary = llvm::formatv("{0} nodes x {1} GPUs, {2}, one inter-node "
+                              "ring per rail",
+                              o.nodes.size(), o.nodes[0].size(), intra)
                     .str();
   return out;
 }
@@ -105,6 +119,18 @@ HierRingLoweringCandidate(const AutoContext &ctx) {
     v.chunks = 4;
     c.variants.push_back({"--channels 2 --chunks 4", v});
   }
+  // Where a node's links carry several rings (a GPU mesh such as MI250's
+  // xGMI), each channel runs one of them (hierChannelOrders): four
+  // channels hold the packing's rings of a 16-GCD box.
+  if (c.request->channels == 1 &&
+      !hierChannelOrders(ctx.topology, nodeRanks(ctx.topology)[0], 4).empty())
+    for (int32_t chunks : {1, 4}) {
+      CompileRequest v = *c.request;
+      v.channels = 4;
+      v.chunks = chunks;
+      c.variants.push_back(
+          {"--channels 4 --chunks " + std::to_string(chunks), v});
+    }
   return c;
 }
 

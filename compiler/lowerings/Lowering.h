@@ -151,6 +151,15 @@ std::vector<int32_t> hierLocalOrder(const topo::Topology &t,
                                     const std::vector<ir::RankId> &node0,
                                     ir::Collective c, double bytes);
 
+/// Intra-node rings per channel (local indices) for `channels` channels:
+/// the ring packing's rings over `node0`'s GPUs
+/// (algorithms::packRings), each on a number of channels in proportion to
+/// its share (largest remainder); empty when the packing keeps one ring,
+/// or `channels` is 1 (then hierLocalOrder's ring serves every channel).
+std::vector<std::vector<int32_t>>
+hierChannelOrders(const topo::Topology &t, const std::vector<ir::RankId> &node0,
+                  int32_t channels);
+
 /// The lowered (unoptimised) hierarchical ring all-reduce on `t` with
 /// `channels` and `chunks` (intra-node order chosen for `bytes`): what
 /// compile() lowers for hier-ring, for cost estimates. User error when `t`

@@ -7,6 +7,7 @@
 
 #include "compiler/lowerings/Lowering.h"
 
+#include "compiler/algorithms/RingPacking.h"
 #include "compiler/algorithms/RingSearch.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -100,6 +101,42 @@ std::vector<int32_t> hierLocalOrder(const topo::Topology &t,
       order.push_back(static_cast<int32_t>(l));
   }
   return order;
+}
+
+std::vector<std::vector<int32_t>>
+hierChannelOrders(const topo::Topology &t, const std::vector<ir::RankId> &node0,
+                  int32_t channels) {
+  if (channels < 2 || node0.size() < 3)
+    return {};
+  analysis::LinkModel m(t);
+  const std::vector<int> ranks(node0.begin(), node0.end());
+  algorithms::RingPacking packing = algorithms::packRings(m, ranks);
+  if (packing.rings.size() < 2 || packing.units < 1)
+    return {};
+  // Channels per ring by largest remainder of channels * units / U.
+  const size_t k = packing.rings.size();
+  std::vector<int> count(k, 0);
+  std::vector<std::pair<double, size_t>> rest;
+  int given = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double exact =
+        double(channels) * packing.rings[i].units / packing.units;
+    count[i] = static_cast<int>(exact);
+    given += count[i];
+    rest.emplace_back(-(exact - count[i]), i);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (size_t i = 0; given < channels; ++i, ++given)
+    ++count[rest[i % k].second];
+  std::vector<std::vector<int32_t>> orders;
+  for (size_t i = 0; i < k; ++i) {
+    std::vector<int32_t> local;
+    for (int r : packing.rings[i].order)
+      local.push_back(static_cast<int32_t>(llvm::find(node0, r) - node0.begin()));
+    for (int c = 0; c < count[i]; ++c)
+      orders.push_back(local);
+  }
+  return orders;
 }
 
 } // namespace topocc::lowerings

@@ -209,6 +209,13 @@ public:
 
 private:
   Schedule runGatherScatter();
+  /// Channel c's intra-node order into lorder, and its rings into intra.
+  void useChannel(int32_t c, std::vector<std::vector<RankId>> &intra,
+                  std::vector<std::vector<RankId>> &rails) {
+    if (!o.channelOrders.empty())
+      lorder = o.channelOrders[c % o.channelOrders.size()];
+    nodeAndRailRings(o.nodes, lorder, intra, rails);
+  }
 
   const HierRingOptions &o;
   int32_t G, N, K;
@@ -268,6 +275,7 @@ Schedule HierLowering::run() {
   };
   for (int32_t c = 0; c < o.channels; ++c) {
     base = c * perChannel;
+    useChannel(c, intra, rails);
     st.last.assign(n, kNone);
     for (std::vector<OpId> &l : st.lastOfChunk)
       l.assign(K, kNone);
@@ -328,6 +336,7 @@ Schedule HierLowering::runGatherScatter() {
   if (!gather)
     st.scratchEnd.assign(n, n * L);
   for (int32_t c = 0; c < o.channels; ++c) {
+    useChannel(c, intra, rails);
     st.last.assign(n, kNone);
     for (std::vector<OpId> &l : st.lastOfChunk)
       l.assign(K, kNone);
@@ -455,6 +464,9 @@ llvm::Expected<Schedule> lowerHierRing(const HierRingOptions &o) {
   const size_t g = o.nodes[0].size();
   checkNodeLayout(o.nodes, o.numRanks, o.localOrder, "the hierarchical ring",
                   problems);
+  for (const std::vector<int32_t> &order : o.channelOrders)
+    checkNodeLayout(o.nodes, o.numRanks, order, "the hierarchical ring",
+                    problems);
   // The all-reduce's units and the gather/scatter's (ranks * channels *
   // chunks) are the same count.
   const int64_t units =

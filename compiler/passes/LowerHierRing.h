@@ -33,6 +33,10 @@ struct HierRingOptions {
   /// Intra-node ring as local indices (a permutation of 0..G-1), the same on
   /// every node; empty means 0, 1, ..., G-1.
   std::vector<int32_t> localOrder;
+  /// Per channel c, when not empty: channel c's intra-node ring is
+  /// channelOrders[c % size()] instead of localOrder (several rings over a
+  /// node's links, as the ring packing gives for a GPU mesh).
+  std::vector<std::vector<int32_t>> channelOrders;
   int32_t channels = 1; ///< independent copies, each 1/channels of the data
   int32_t chunks = 1;   ///< chunks per shard block (pipelining)
   bool inplace = false;

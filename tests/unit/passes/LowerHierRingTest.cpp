@@ -139,6 +139,49 @@ TEST(LowerHierRingTest, SubChunksPipelineThroughThePhases) {
   EXPECT_FALSE(bool(verifySchedule(*s)));
 }
 
+TEST(LowerHierRingTest, ChannelsRunTheirOwnIntraNodeRings) {
+  // Three channels over two rings of 4 local GPUs (the second repeated):
+  // every collective still verifies, and each channel's intra-node sends
+  // follow its own ring.
+  const std::vector<std::vector<int32_t>> rings{{0, 1, 2, 3}, {0, 2, 1, 3}};
+  for (Collective coll : {Collective::AllReduce, Collective::AllGather,
+                          Collective::ReduceScatter})
+    for (bool inplace : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << collectiveName(coll).str()
+                                        << (inplace ? " inplace" : ""));
+      HierRingOptions o = opts(2, 4, 3, 2, inplace);
+      o.collective = coll;
+      o.channelOrders = {rings[0], rings[1], rings[1]};
+      auto s = lowerHierRing(o);
+      ASSERT_TRUE(bool(s)) << topocc::testing::errorMessage(s.takeError());
+      llvm::Error problems = verifySchedule(*s);
+      EXPECT_FALSE(bool(problems))
+          << topocc::testing::errorMessage(std::move(problems));
+      // Intra-node sends of channel c go to the next GPU of its ring (the
+      // rails take channels of their own for all-gather and
+      // reduce-scatter: channels + c).
+      std::set<std::pair<int, int>> seen[3];
+      for (RankId r = 0; r < s->numRanks; ++r)
+        for (const Op &op : s->ranks[r].ops)
+          if (sends(op.kind) && op.sendPeer / 4 == r / 4 && op.channel < 3)
+            seen[op.channel].emplace(r % 4, op.sendPeer % 4);
+      for (int c = 0; c < 3; ++c) {
+        const std::vector<int32_t> &ring = o.channelOrders[c];
+        std::set<std::pair<int, int>> expected;
+        for (size_t q = 0; q < ring.size(); ++q)
+          expected.emplace(ring[q], ring[(q + 1) % ring.size()]);
+        EXPECT_EQ(seen[c], expected) << "channel " << c;
+      }
+    }
+  // A channel order that is not a permutation is refused.
+  HierRingOptions o = opts(2, 4, 2);
+  o.channelOrders = {{0, 1, 2, 3}, {0, 1, 1, 3}};
+  auto s = lowerHierRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
+            "the intra-node order must be a permutation of 0..3");
+}
+
 TEST(LowerHierRingTest, Errors) {
   HierRingOptions o = opts(1, 4);
   o.collective = Collective::AllGather;
