@@ -132,7 +132,8 @@ hierChannelOrders(const topo::Topology &t, const std::vector<ir::RankId> &node0,
   for (size_t i = 0; i < k; ++i) {
     std::vector<int32_t> local;
     for (int r : packing.rings[i].order)
-      local.push_back(static_cast<int32_t>(llvm::find(node0, r) - node0.begin()));
+      local.push_back(
+          static_cast<int32_t>(llvm::find(node0, r) - node0.begin()));
     for (int c = 0; c < count[i]; ++c)
       orders.push_back(local);
   }
