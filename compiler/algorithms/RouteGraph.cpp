@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace topocc::algorithms {
 
@@ -51,15 +52,16 @@ bool mirrors(const analysis::LinkModel &m, const analysis::PathFlow &ab,
              const analysis::PathFlow &ba) {
   if (ab.res.size() != ba.res.size())
     return false;
-  std::vector<std::pair<int, double>> back;
+  // (mirror resource, share, the resource it mirrors), by mirror.
+  std::vector<std::tuple<int, double, int>> back;
   for (auto [res, share] : ab.res)
-    back.emplace_back(mirrorOf(m, res), share);
+    back.emplace_back(mirrorOf(m, res), share, res);
   std::sort(back.begin(), back.end());
   for (size_t i = 0; i < back.size(); ++i) {
-    if (back[i].first != ba.res[i].first ||
-        std::abs(back[i].second - ba.res[i].second) > 1e-9)
-      return false;
-    if (m.capacity(back[i].first) != m.capacity(ab.res[i].first))
+    auto [mirror, share, res] = back[i];
+    if (mirror != ba.res[i].first ||
+        std::abs(share - ba.res[i].second) > 1e-9 ||
+        m.capacity(mirror) != m.capacity(res))
       return false;
   }
   return true;

@@ -159,4 +159,38 @@ TEST(RouteGraphTest, AcrossNodesTreesRunAsPackedOnNcclsNics) {
   EXPECT_GT(spread->secondsPerByte, packed * 1.05);
 }
 
+TEST(RouteGraphTest, AsymmetricLinksGetARatePerDirection) {
+  // Every GPU sends 50 GB/s into the switch and receives 25: (b, a)'s route
+  // is not the mirror of (a, b)'s at equal capacities, so each direction
+  // has its own rate. All-gather reaches the realizable bound (3 shards
+  // into 25 GB/s). Reduce-scatter's cut bound (3 partials out of 50 GB/s,
+  // 3/50 s/GB) is not reachable by messages: every byte sent is received,
+  // so the 4 x 3 partials that leave the GPUs also enter them, over 4 x 25
+  // GB/s: 3/25 s/GB, which is the route graph's bound.
+  topo::Topology t = topocc::testing::parseTopologyOk(R"(schema: topocc/v1
+name: asymmetric4
+nodes:
+  - name: a
+    gpus: [ "gpu{g:0-3}" ]
+    switches: [ { name: sw, kind: nvswitch } ]
+    links:
+      - { from: "gpu{g:0-3}", to: sw, type: nvlink, bandwidth: { fwd: 50 GB/s, rev: 25 GB/s } }
+)");
+  LinkModel m(t);
+  RouteGraphOptions o;
+  o.allGather = o.reduceScatter = true;
+  auto rg = buildRouteGraph(t, m, o);
+  ASSERT_TRUE(static_cast<bool>(rg)) << llvm::toString(rg.takeError());
+  EXPECT_FALSE(rg->symmetric);
+  EXPECT_EQ(rg->pairs, 12);
+  EXPECT_LE(worstLinkLoad(rg->graph, m), 1 + 1e-9);
+  auto realizable = computeRealizableBound(t);
+  ASSERT_TRUE(static_cast<bool>(realizable));
+  EXPECT_NEAR(lambdaOf(rg->graph, false),
+              realizable->allgather.lambda.value(),
+              1e-4 * realizable->allgather.lambda.value());
+  EXPECT_NEAR(realizable->reduceScatter.lambda.value(), 3.0 / 50, 1e-12);
+  EXPECT_NEAR(lambdaOf(rg->graph, true), 3.0 / 25, 1e-4 * 3.0 / 25);
+}
+
 } // namespace
