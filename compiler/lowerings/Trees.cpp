@@ -233,10 +233,10 @@ llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
     std::vector<int64_t> ks{1};
     if (ctx.topology.numRanks() <= 32)
       ks = {1, 2, 4};
-    // Within one node a rank pair's route is fixed by its link types, so
-    // trees packed on the routes' rate graph load the links as packed.
-    // Across nodes the route model spreads a pair over NICs where the
-    // runtime binds one per channel, and such trees were slower
+    // Trees packed on the routes' rate graph load the links as packed. On
+    // one node they are priced beside the physical packing's; across nodes
+    // they were slower than the defaults on every library row (deeper
+    // trees) and their LP takes about a second per variant at 32 ranks
     // (docs/Algorithms-trees.md, "Trees on the runtime's routes").
     std::vector<CompileRequest::TreeGraph> graphs{
         CompileRequest::TreeGraph::Physical};
