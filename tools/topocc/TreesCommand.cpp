@@ -300,6 +300,7 @@ llvm::Error runTrees(const TreesOptions &opts) {
         {"topology", t.name()},
         {"scenario", opts.scenario},
         {"collective", opts.collective},
+        {"tree_graph", opts.treeGraph},
         {"ranks", n},
         {"bytes", bytes},
         {"fluid_packing",
