@@ -307,13 +307,12 @@ llvm::Error runTrees(const TreesOptions &opts) {
          llvm::json::Object{{"time_s", time},
                             {"algbw", bytes / time},
                             {"busbw", bytes / time * busFactor}}},
-        {"routed",
-         routed ? llvm::json::Value(llvm::json::Object{
-                      {"time_s", routedTime},
-                      {"algbw", bytes / routedTime},
-                      {"busbw", bytes / routedTime * busFactor},
-                      {"busiest_link", busiestName}})
-                : llvm::json::Value(nullptr)},
+        {"routed", routed ? llvm::json::Value(llvm::json::Object{
+                                {"time_s", routedTime},
+                                {"algbw", bytes / routedTime},
+                                {"busbw", bytes / routedTime * busFactor},
+                                {"busiest_link", busiestName}})
+                          : llvm::json::Value(nullptr)},
         {"bound", llvm::json::Object{{"time_s", boundTime},
                                      {"algbw", bytes / boundTime},
                                      {"busbw", bytes / boundTime * busFactor}}},

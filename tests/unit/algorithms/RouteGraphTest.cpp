@@ -186,8 +186,7 @@ nodes:
   EXPECT_LE(worstLinkLoad(rg->graph, m), 1 + 1e-9);
   auto realizable = computeRealizableBound(t);
   ASSERT_TRUE(static_cast<bool>(realizable));
-  EXPECT_NEAR(lambdaOf(rg->graph, false),
-              realizable->allgather.lambda.value(),
+  EXPECT_NEAR(lambdaOf(rg->graph, false), realizable->allgather.lambda.value(),
               1e-4 * realizable->allgather.lambda.value());
   EXPECT_NEAR(realizable->reduceScatter.lambda.value(), 3.0 / 50, 1e-12);
   EXPECT_NEAR(lambdaOf(rg->graph, true), 3.0 / 25, 1e-4 * 3.0 / 25);
