@@ -212,16 +212,18 @@ llvm::Error runTrees(const TreesOptions &opts) {
     return makeUserError("--tree-graph routes packs at the runtime model's "
                          "effective rates; --capacity does not apply");
   analysis::LinkModel links(t);
-  llvm::Expected<analysis::BoundGraph> g = analysis::buildBoundGraph(t, kind);
-  if (onRoutes) {
+  auto packingGraph = [&]() -> llvm::Expected<analysis::BoundGraph> {
+    if (!onRoutes)
+      return analysis::buildBoundGraph(t, kind);
     algorithms::RouteGraphOptions rgo;
     rgo.allGather = opts.collective != "reducescatter";
     rgo.reduceScatter = opts.collective != "allgather";
     auto rg = algorithms::buildRouteGraph(t, links, rgo);
     if (!rg)
       return rg.takeError();
-    g = std::move(rg->graph);
-  }
+    return std::move(rg->graph);
+  };
+  llvm::Expected<analysis::BoundGraph> g = packingGraph();
   if (!g)
     return g.takeError();
 
