@@ -370,6 +370,29 @@ void writeDot(llvm::raw_ostream &os, const topo::Topology &base,
            << " [style=invis, weight=10];\n";
   }
 
+  // A generated grid (a torus or mesh): one rank per row of the grid, a
+  // row holding the first dimensions up to about the square root of the
+  // GPUs, so that the drawing keeps the grid's shape.
+  if (!base.grid().empty()) {
+    const int n = base.numRanks();
+    int width = 1;
+    for (const topo::GridDim &g : base.grid()) {
+      if (int64_t(width) * width >= n)
+        break;
+      width *= g.size;
+    }
+    for (int row = 0; row * width < n; ++row) {
+      os << "  { rank=same;";
+      for (int i = row * width; i < std::min(n, (row + 1) * width); ++i)
+        os << " " << quote(base.rankName(base.gridRank(i))) << ";";
+      os << " }\n";
+    }
+    for (int row = 1; row * width < n; ++row)
+      os << "  " << quote(base.rankName(base.gridRank((row - 1) * width)))
+         << " -> " << quote(base.rankName(base.gridRank(row * width)))
+         << " [style=invis, weight=10];\n";
+  }
+
   // Ring overlays.
   for (size_t i = 0; i < o.rings.size(); ++i) {
     const std::vector<int> &ring = o.rings[i];

@@ -35,18 +35,6 @@ llvm::Expected<ir::Schedule> lowerAndFuse(const passes::RingOptions &ro) {
   return std::move(*s);
 }
 
-analysis::WhatIfAlgorithm rankRingAlgorithm() {
-  return analysis::simulatedAlgorithm(
-      "rank-ring", "one ring in rank order (what a naive ring does)",
-      [](const analysis::WhatIfContext &ctx) -> llvm::Expected<ir::Schedule> {
-        passes::RingOptions ro;
-        ro.collective = ctx.settings.collective;
-        ro.numRanks = ctx.topology.numRanks();
-        ro.chunks = ctx.settings.chunks;
-        return lowerAndFuse(ro);
-      });
-}
-
 /// A column for a case that does not apply (detail says why) at any size.
 class NotApplicable : public analysis::WhatIfEvaluator {
 public:
@@ -60,6 +48,34 @@ public:
 private:
   std::string why;
 };
+
+analysis::WhatIfAlgorithm rankRingAlgorithm() {
+  analysis::WhatIfAlgorithm a = analysis::simulatedAlgorithm(
+      "rank-ring", "one ring in rank order (what a naive ring does)",
+      [](const analysis::WhatIfContext &ctx) -> llvm::Expected<ir::Schedule> {
+        passes::RingOptions ro;
+        ro.collective = ctx.settings.collective;
+        ro.numRanks = ctx.topology.numRanks();
+        ro.chunks = ctx.settings.chunks;
+        return lowerAndFuse(ro);
+      });
+  // Where GPUs relay (a torus, a rail-only fabric), consecutive ranks may
+  // have no route: the column is then n/a, not an error of the table.
+  a.make = [make = a.make](const analysis::WhatIfContext &ctx)
+      -> llvm::Expected<std::unique_ptr<analysis::WhatIfEvaluator>> {
+    const topo::Topology &t = ctx.topology;
+    for (int r = 0; r < t.numRanks(); ++r) {
+      int next = (r + 1) % t.numRanks();
+      if (r != next && !t.route(r, next).found())
+        return std::make_unique<NotApplicable>(llvm::formatv(
+            "the rank order is not a ring of routed pairs: no route from "
+            "rank {0} ({1}) to rank {2} ({3})",
+            r, t.rankName(r), next, t.rankName(next)));
+    }
+    return make(ctx);
+  };
+  return a;
+}
 
 /// A column that simulates what `topocc compile --algorithm NAME` produces
 /// (the whole pipeline, compiler/Pipeline.h) for the largest size of the
@@ -144,6 +160,9 @@ analysis::WhatIfRegistry makeWhatIfRegistry() {
                           "intra-node phases, CERAR per rail), "
                           "compiled for the largest size, "
                           "needs --tolerance"));
+  r.add(compiledAlgorithm(Algorithm::Dims,
+                          "dimension-by-dimension rings on a generated "
+                          "grid, compiled (`compile --algorithm dims`)"));
   r.add(compiledAlgorithm(Algorithm::Auto,
                           "what `compile --algorithm auto` chooses "
                           "for the largest size"));

@@ -253,6 +253,10 @@ public:
       for (int b = 0; b < k; ++b)
         if (a != b)
           flows[a * k + b] = &m.rankFlow(ranks[a], ranks[b]);
+    int64_t routed = 0;
+    for (const PathFlow *f : flows)
+      routed += f && f->found;
+    sparse = 2 * routed < int64_t(k) * (k - 1);
     rowOf.assign(m.numResources(), -1);
     for (int r = 0; r < m.numResources(); ++r)
       if (m.capacity(r) > 0) {
@@ -526,9 +530,17 @@ private:
   std::vector<std::pair<double, std::vector<int>>>
   heuristicCycles(const std::vector<double> &w) {
     std::vector<std::vector<int>> starts;
-    for (const Column &c : cols)
-      starts.push_back(c.order);
-    for (int s = 0; s < k; ++s) {
+    // On a sparse group, the newest columns only (see below).
+    size_t firstCol =
+        sparse && cols.size() > kSparseStarts ? cols.size() - kSparseStarts : 0;
+    for (size_t c = firstCol; c < cols.size(); ++c)
+      starts.push_back(cols[c].order);
+    // Where most pairs have no route (a torus or mesh, whose GPUs relay),
+    // nearest-neighbour tours mostly run into unrouted hops and each start
+    // costs a long local search: a few evenly spaced starts suffice.
+    const int numStarts = sparse ? std::min(k, kSparseStarts) : k;
+    for (int i = 0; i < numStarts; ++i) {
+      const int s = static_cast<int>(int64_t(i) * k / numStarts);
       std::vector<int> o{s};
       std::vector<bool> used(k, false);
       used[s] = true;
@@ -553,8 +565,12 @@ private:
     return out;
   }
 
+  /// Nearest-neighbour starts of heuristicCycles on a sparse group.
+  static constexpr int kSparseStarts = 4;
+
   LinkModel &m;
   int k;
+  bool sparse = false; ///< fewer than half of the ordered pairs route
   const RingPackingOptions &opts;
   std::vector<const PathFlow *> flows;
   std::vector<Column> cols;

@@ -173,6 +173,12 @@ public:
   std::vector<int> heuristic(const std::vector<std::vector<int>> &seeds) {
     std::vector<std::vector<int>> starts = seeds;
     starts.push_back(greedy());
+    // Where few pairs have routes (a torus or mesh, whose GPUs relay), the
+    // greedy order may use an unrouted hop: search a Hamiltonian cycle of
+    // the routed pairs as one more start.
+    if (!routesEveryHop(starts.back()))
+      if (std::vector<int> h = routedCycle(kCycleSearchNodes); !h.empty())
+        starts.push_back(std::move(h));
     std::vector<int> bestO;
     double bestT = kInf;
     for (std::vector<int> o : starts) {
@@ -183,7 +189,99 @@ public:
       }
     }
     best = bestT;
+    if (bestT == kInf)
+      return {}; // no start routes every hop
     return bestO;
+  }
+
+  /// Whether every hop of the cycle `order` has a route.
+  bool routesEveryHop(const std::vector<int> &order) const {
+    for (size_t i = 0; i < order.size(); ++i)
+      if (!hop(order[i], order[(i + 1) % order.size()]).found)
+        return false;
+    return true;
+  }
+
+  /// Node budget of routedCycle.
+  static constexpr uint64_t kCycleSearchNodes = 2'000'000;
+
+  /// A cycle through every rank of the group over routed pairs only (first
+  /// rank first, the fixed last rank last), by depth-first search in
+  /// Warnsdorff's order: the next rank is the one with the fewest unvisited
+  /// routed neighbours (ties: wider hop, then index). Empty when none was
+  /// found within `budget` search nodes.
+  std::vector<int> routedCycle(uint64_t budget) {
+    std::vector<std::vector<int>> nb(k);
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b)
+        if (a != b && hop(a, b).found)
+          nb[a].push_back(b);
+    std::vector<int> order{first};
+    std::vector<bool> used(k, false);
+    used[first] = true;
+    auto freeDegree = [&](int x) {
+      int d = 0;
+      for (int y : nb[x])
+        d += !used[y];
+      return d;
+    };
+    // Iterative DFS: per depth, the sorted candidates and the next index.
+    std::vector<std::vector<int>> cands(k);
+    std::vector<size_t> next(k, 0);
+    auto expand = [&](int depth) {
+      int cur = order[depth];
+      bool lastSlot = depth + 1 == k - 1;
+      std::vector<int> c;
+      for (int x : nb[cur])
+        if (!used[x] && (last < 0 || (x == last) == lastSlot))
+          c.push_back(x);
+      std::vector<int> deg(c.size());
+      for (size_t i = 0; i < c.size(); ++i)
+        deg[i] = freeDegree(c[i]);
+      std::vector<size_t> idx(c.size());
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) {
+        if (deg[x] != deg[y])
+          return deg[x] < deg[y];
+        double bx = hop(cur, c[x]).bandwidth, by = hop(cur, c[y]).bandwidth;
+        if (bx != by)
+          return bx > by;
+        return c[x] < c[y];
+      });
+      cands[depth].clear();
+      for (size_t i : idx)
+        cands[depth].push_back(c[i]);
+      next[depth] = 0;
+    };
+    if (k == 1)
+      return order;
+    expand(0);
+    int depth = 0;
+    while (depth >= 0 && budget > 0) {
+      --budget;
+      ++evaluated;
+      if (next[depth] >= cands[depth].size()) { // backtrack
+        if (depth == 0)
+          break;
+        used[order.back()] = false;
+        order.pop_back();
+        --depth;
+        continue;
+      }
+      int x = cands[depth][next[depth]++];
+      used[x] = true;
+      order.push_back(x);
+      if (static_cast<int>(order.size()) == k) {
+        if (hop(x, first).found)
+          return order;
+        used[x] = false;
+        order.pop_back();
+        continue;
+      }
+      ++depth;
+      expand(depth);
+    }
+    return {};
   }
 
   double bestTime() const { return best; }
@@ -269,6 +367,15 @@ private:
           pickRate = rate;
           pick = nx;
         }
+      }
+      if (pick < 0) { // no routed hop: any unused rank (eval says kInf)
+        for (int nx = 0; nx < k && pick < 0; ++nx)
+          if (!used[nx] && (last < 0 || (nx == last) == lastSlot))
+            pick = nx;
+        if (pick < 0) // only the fixed last rank is left, too early
+          for (int nx = 0; nx < k && pick < 0; ++nx)
+            if (!used[nx])
+              pick = nx;
       }
       for (auto [r, x] : hop(cur, pick).res)
         l[r] += x;

@@ -172,6 +172,17 @@ void Topology::removeDevicesAndLinks(const std::vector<bool> &remove,
         devs.push_back(newIndex[d]);
     n.devices = std::move(devs);
   }
+  // A removed device breaks the grid; a removed link leaves it (its ring
+  // then has an unrouted hop, which the algorithms report).
+  for (int d : gridDevices_)
+    if (newIndex[d] < 0) {
+      grid_.clear();
+      break;
+    }
+  if (grid_.empty())
+    gridDevices_.clear();
+  for (int &d : gridDevices_)
+    d = newIndex[d];
   std::vector<int> ranks;
   for (int d : ranks_)
     if (newIndex[d] >= 0)
@@ -198,37 +209,75 @@ std::string nameList(const Topology &t, llvm::ArrayRef<int> devs) {
 }
 } // namespace
 
+namespace {
+
+/// Components of the GPU graph (every link, as if GPUs forwarded), each a
+/// sorted list of GPU device indices; the first holds the first GPU.
+std::vector<std::vector<int>> gpuComponents(const Topology &t) {
+  const auto &devs = t.devices();
+  UnionFind all(devs.size());
+  for (const Link &l : t.links())
+    all.join(l.from, l.to);
+  std::map<size_t, size_t> index;
+  std::vector<std::vector<int>> comps;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    if (devs[i].kind != DeviceKind::Gpu)
+      continue;
+    auto [it, inserted] = index.emplace(all.find(i), comps.size());
+    if (inserted)
+      comps.emplace_back();
+    comps[it->second].push_back(static_cast<int>(i));
+  }
+  return comps;
+}
+
+} // namespace
+
 void checkConnectivity(const Topology &t, DiagnosticList &diags,
                        const SourceLoc &loc, llvm::StringRef context) {
+  std::vector<std::vector<int>> comps = gpuComponents(t);
+  if (comps.size() < 2)
+    return;
+  auto at = [&](int dev) { return loc.isValid() ? loc : t.device(dev).loc; };
+  // A GPU relays by receiving and sending, so GPUs joined through other GPUs
+  // are connected; only separate components are an error.
+  std::string list;
+  size_t gpus = 0;
+  for (size_t c = 0; c < comps.size(); ++c) {
+    gpus += comps[c].size();
+    if (c == 8) {
+      list += llvm::formatv("; and {0} more", comps.size() - 8).str();
+      break;
+    }
+    list += llvm::formatv("{0}component {1} ({2} GPU{3}): {4}",
+                          c ? "; " : "", c + 1, comps[c].size(),
+                          comps[c].size() == 1 ? "" : "s",
+                          nameList(t, comps[c]))
+                .str();
+  }
+  for (size_t c = 9; c < comps.size(); ++c)
+    gpus += comps[c].size();
+  diags.add(t.diag(
+      at(comps[1][0]),
+      llvm::formatv("{0}the {1} GPUs form {2} disconnected components (no "
+                    "links join them, even through other GPUs): {3}",
+                    context, gpus, comps.size(), list)
+          .str()));
+}
+
+RouteCoverage routeCoverage(const Topology &t) {
+  RouteCoverage out;
   const auto &devs = t.devices();
   std::vector<int> gpus;
   for (size_t i = 0; i < devs.size(); ++i)
     if (devs[i].kind == DeviceKind::Gpu)
       gpus.push_back(static_cast<int>(i));
-  if (gpus.size() < 2)
-    return;
-  auto at = [&](int dev) { return loc.isValid() ? loc : t.device(dev).loc; };
+  uint64_t n = gpus.size();
+  out.pairs = n < 2 ? 0 : n * (n - 1);
+  if (n < 2)
+    return out;
 
-  // 1. Plain connectivity (as if GPUs forwarded): which GPUs are cut off.
-  UnionFind all(devs.size());
-  for (const Link &l : t.links())
-    all.join(l.from, l.to);
-  size_t root = all.find(gpus[0]);
-  std::vector<int> cut;
-  for (int g : gpus)
-    if (all.find(g) != root)
-      cut.push_back(g);
-  if (!cut.empty()) {
-    diags.add(t.diag(
-        at(cut[0]),
-        llvm::formatv("{0}{1} of {2} GPUs are cut off from {3}: {4}", context,
-                      cut.size(), gpus.size(), t.device(gpus[0]).name,
-                      nameList(t, cut))
-            .str()));
-    return;
-  }
-
-  // 2. Without forwarding through GPUs: clusters of switches and NICs.
+  // Clusters of switches and NICs (what forwards a message).
   UnionFind fwd(devs.size());
   for (const Link &l : t.links())
     if (devs[l.from].kind != DeviceKind::Gpu &&
@@ -257,8 +306,8 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
       members[c].push_back(g);
   }
   // GPUs with the same clusters and no direct links reach the same GPUs:
-  // check each such group once (keeps rail and switch fabrics linear).
-  std::map<std::vector<int>, bool> checkedGroups;
+  // count each such group once (keeps rail and switch fabrics linear).
+  std::map<std::vector<int>, uint64_t> groupMissing;
   std::vector<int> mark(devs.size(), -1);
   for (int g : gpus) {
     bool whole = false;
@@ -267,11 +316,13 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
     if (whole)
       continue;
     if (direct[g].empty()) {
-      auto [it, inserted] = checkedGroups.emplace(clusters[g], true);
-      if (!inserted && it->second)
+      auto it = groupMissing.find(clusters[g]);
+      if (it != groupMissing.end()) {
+        out.unrouted += it->second;
         continue;
+      }
     }
-    size_t reached = 0;
+    uint64_t reached = 0;
     auto visit = [&](int h) {
       if (h != g && mark[h] != g) {
         mark[h] = g;
@@ -283,24 +334,18 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
         visit(h);
     for (int h : direct[g])
       visit(h);
-    if (reached + 1 == gpus.size())
-      continue;
+    uint64_t missing = n - 1 - reached;
     if (direct[g].empty())
-      checkedGroups[clusters[g]] = false;
-    std::vector<int> missing;
-    for (int h : gpus)
-      if (h != g && mark[h] != g)
-        missing.push_back(h);
-    diags.add(t.diag(
-        at(g), llvm::formatv("{0}{1} cannot reach {2} without forwarding "
-                             "through another GPU (GPUs do not forward): {3}",
-                             context, t.device(g).name,
-                             missing.size() == 1 ? "this GPU"
-                                                 : "these GPUs",
-                             nameList(t, missing))
-                   .str()));
-    return;
+      groupMissing[clusters[g]] = missing;
+    out.unrouted += missing;
+    if (missing && out.exampleFrom < 0) {
+      out.exampleFrom = g;
+      for (int h : gpus)
+        if (h != g && mark[h] != g)
+          out.exampleMissing.push_back(h);
+    }
   }
+  return out;
 }
 
 } // namespace topocc::topo

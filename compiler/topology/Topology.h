@@ -4,7 +4,9 @@
 // switches) with full names `node/dev`, links with per-direction bandwidth in
 // bytes/s, ranks and named what-if scenarios. Stage: input of the compiler.
 // Invariants after parseTopology/applyScenario: names are unique, link
-// endpoints are valid device indices, every GPU pair has a route.
+// endpoints are valid device indices, the GPUs form one connected graph
+// (a GPU pair without a route through switches and NICs needs a GPU to
+// relay).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TOPOCC_COMPILER_TOPOLOGY_TOPOLOGY_H
@@ -159,6 +161,17 @@ struct ScenarioDef {
   Located loc;
 };
 
+/// One dimension of a generated grid (`generate:`, docs/TopologyFormat.md
+/// "Generated fabrics"): its size and how its groups are joined.
+struct GridDim {
+  enum Kind { Ring, Line, FullyConnected, Switch };
+  Kind kind = Ring;
+  int size = 1;
+  /// Whether coordinate order 0, 1, ..., size-1 (and back to 0) is a ring
+  /// of routed pairs: every kind but a line of more than two.
+  bool ringRouted() const { return kind != Line || size <= 2; }
+};
+
 /// The whole cluster. Copyable (scenarios apply to a copy).
 class Topology {
 public:
@@ -204,6 +217,17 @@ public:
   /// route(), or a user error "no route from A to B ...".
   llvm::Expected<Route> findRoute(int fromRank, int toRank) const;
 
+  /// The grid of a generated fabric: its dimensions (dimension 0 varies
+  /// fastest) and the GPU at each linear index. Empty when the file has no
+  /// `generate:` section, or after a scenario removed a device.
+  const std::vector<GridDim> &grid() const { return grid_; }
+  /// Rank of the GPU at linear grid index `i`. REQUIRES: !grid().empty().
+  int gridRank(int i) const { return devices_[gridDevices_[i]].rank; }
+  void setGrid(std::vector<GridDim> dims, std::vector<int> devices) {
+    grid_ = std::move(dims);
+    gridDevices_ = std::move(devices);
+  }
+
   const std::vector<ScenarioDef> &scenarios() const { return scenarios_; }
   const ScenarioDef *findScenario(llvm::StringRef name) const;
   /// Names of the scenarios applied so far, in order.
@@ -240,19 +264,34 @@ private:
   std::vector<Node> nodes_;
   std::vector<int> ranks_;
   bool rankList_ = false;
+  std::vector<GridDim> grid_;
+  std::vector<int> gridDevices_;
   std::vector<ScenarioDef> scenarios_;
   std::vector<std::string> applied_;
   std::map<std::string, int, std::less<>> byName_;
   std::shared_ptr<const std::string> source_;
 };
 
-/// Connectivity check (docs/TopologyFormat.md, "Validation"): every GPU reaches
-/// every other GPU without forwarding through a GPU. Adds one diagnostic at
-/// `loc` (or at the first cut-off GPU when `loc` is invalid) naming the GPUs
-/// cut off, prefixed with `context` (e.g. "after scenario 'x': ").
+/// Connectivity check (docs/TopologyFormat.md, "Validation"): the GPUs form
+/// one connected graph, counting links between GPUs (a GPU relays by
+/// receiving and sending). Adds one diagnostic at `loc` (or at a GPU of the
+/// second component when `loc` is invalid) listing the components, prefixed
+/// with `context` (e.g. "after scenario 'x': ").
 void checkConnectivity(const Topology &t, DiagnosticList &diags,
                        const SourceLoc &loc = {},
                        llvm::StringRef context = {});
+
+/// Which GPU pairs have a route (a direct link, or a path through switches
+/// and NICs only) and which need a GPU to relay.
+struct RouteCoverage {
+  uint64_t pairs = 0;    ///< ordered GPU pairs
+  uint64_t unrouted = 0; ///< ordered pairs without a route
+  int exampleFrom = -1;  ///< a GPU (device index) with unrouted pairs, or -1
+  std::vector<int> exampleMissing; ///< the GPUs it has no route to
+};
+/// Linear in devices and links for switch and rail fabrics (GPUs with the
+/// same switch clusters and no direct links are counted once).
+RouteCoverage routeCoverage(const Topology &t);
 
 /// Parses a topology file's text. Errors are DiagnosticErrors listing every
 /// problem found (file:line:col, source line, caret).

@@ -91,6 +91,30 @@ struct NodeDecl {
   bool ok = false;
 };
 
+/// One dimension of a generated fabric (`generate:`, docs/TopologyFormat.md
+/// "Generated fabrics"): groups of `size` GPUs along this coordinate, joined
+/// as a ring (torus), a line (mesh), all pairs, or through one switch each.
+struct GenDimension {
+  GridDim::Kind kind = GridDim::Ring;
+  uint64_t size = 0;
+  LinkDecl link;        ///< the attributes of every link of this dimension
+  DeviceDecl switchDecl; ///< Switch: the switches' kind
+};
+
+/// A `generate:` section: GPUs on a grid of dimensions (dimension 0 varies
+/// fastest; rank = c0 + s0 (c1 + s1 (c2 + ...))).
+struct GeneratorDecl {
+  std::vector<GenDimension> dims;
+  DeviceDecl gpu; ///< model and location of the generated GPUs
+  std::string prefix = "npu";
+  SourceLoc loc;
+  bool ok = false;
+
+  uint64_t gpuCount() const;    ///< saturating
+  uint64_t linkCount() const;   ///< saturating
+  uint64_t switchCount() const; ///< saturating
+};
+
 /// Where the parser's diagnostics go (it caps their number).
 class ErrorSink {
 public:
@@ -114,9 +138,11 @@ public:
   Expander(ErrorSink &sink, Topology &topo, std::string file,
            TemplateMap &templates, std::vector<std::string> &templateOrder,
            std::vector<std::unique_ptr<NodeDecl>> &nodeDecls,
-           std::unique_ptr<Body> &fabric)
+           std::unique_ptr<Body> &fabric,
+           const GeneratorDecl *generator = nullptr)
       : sink(sink), topo(topo), file(std::move(file)), templates(templates),
-        templateOrder(templateOrder), nodeDecls(nodeDecls), fabric(fabric) {}
+        templateOrder(templateOrder), nodeDecls(nodeDecls), fabric(fabric),
+        generator(generator) {}
 
   /// False (with errors) when the topology would exceed maxDevices or
   /// maxLinks; nothing is expanded to find out.
@@ -137,6 +163,8 @@ private:
   void expandBody(Body &b, bool fabric);
   void instantiateNodes();
   void addFabric();
+  /// The devices and links of `generator` (TopologyGenerate.cpp).
+  void addGenerated();
   int addDevice(std::string fullName, std::string node, std::string local,
                 int nodeIndex, const DeviceDecl &decl);
   void addLink(int from, int to, const LinkDecl &decl);
@@ -148,6 +176,7 @@ private:
   std::vector<std::string> &templateOrder;
   std::vector<std::unique_ptr<NodeDecl>> &nodeDecls;
   std::unique_ptr<Body> &fabric;
+  const GeneratorDecl *generator;
   std::unordered_map<std::string, int> byName;
 };
 

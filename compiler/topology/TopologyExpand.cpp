@@ -101,6 +101,16 @@ bool Expander::checkSizes() {
       if (l->binding.count() > biggestLink)
         biggestLink = l->binding.count(), biggestLinkLoc = l->loc;
   }
+  if (generator && generator->ok) {
+    uint64_t d = saturatingAdd(generator->gpuCount(), generator->switchCount());
+    uint64_t l = generator->linkCount();
+    devices = saturatingAdd(devices, d);
+    links = saturatingAdd(links, l);
+    if (d > biggestDev)
+      biggestDev = d, biggestDevLoc = generator->loc;
+    if (l > biggestLink)
+      biggestLink = l, biggestLinkLoc = generator->loc;
+  }
   if (devices > maxDevices) {
     error(biggestDevLoc,
           limitMsg("topology", devices, "devices", maxDevices));
@@ -357,6 +367,7 @@ void Expander::expandAll() {
   for (const std::string &t : templateOrder)
     expandBody(*templates[t], false);
   instantiateNodes();
+  addGenerated(); // before the fabric, whose links may name generated GPUs
   addFabric();
   topo.reindex();
 }

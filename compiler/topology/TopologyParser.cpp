@@ -154,6 +154,8 @@ private:
   void parseNodes(const YAML::Node &n);
   void parseRanks(const YAML::Node *n);
   void parseScenarios(const YAML::Node &n);
+  void parseGenerate(const YAML::Node &n);
+  bool positiveInt(const YAML::Node &n, llvm::StringRef what, uint64_t &out);
   bool parseScenarioOp(const YAML::Node &n, ScenarioOp &op);
 
 
@@ -170,6 +172,7 @@ private:
   std::vector<std::string> templateOrder;
   std::vector<std::unique_ptr<NodeDecl>> nodeDecls;
   std::unique_ptr<Body> fabric;
+  GeneratorDecl generator;
 };
 
 bool Parser::asMap(const YAML::Node &n, const llvm::Twine &what, Entries &out,
@@ -606,6 +609,247 @@ void Parser::parseBody(const Entries &e, Body &body, bool fabric) {
   (void)fabric;
 }
 
+bool Parser::positiveInt(const YAML::Node &n, llvm::StringRef what,
+                         uint64_t &out) {
+  std::string s;
+  if (!asScalar(n, what, s))
+    return false;
+  if (llvm::StringRef(s).getAsInteger(10, out) || out < 1 || out > 1000000) {
+    error(textLoc(n), what + " must be a positive integer (at most 1000000), "
+                             "got '" + s + "'");
+    return false;
+  }
+  return true;
+}
+
+void Parser::parseGenerate(const YAML::Node &n) {
+  static const llvm::StringRef keys[] = {
+      "torus", "mesh",  "dimensions", "bandwidth", "latency",   "type",
+      "count", "efficiency", "model", "prefix"};
+  static const llvm::StringRef dimKeys[] = {
+      "kind",  "size",       "bandwidth",  "latency",
+      "type",  "count",      "efficiency", "switch_kind"};
+  static const llvm::StringRef kindNames[] = {"ring", "line",
+                                              "fully-connected", "switch"};
+  Entries e;
+  generator.loc = locOf(n);
+  if (!asMap(n, "'generate'", e, keys))
+    return;
+  bool ok = true;
+  const char *shapes[] = {"torus", "mesh", "dimensions"};
+  int given = 0;
+  for (const char *k : shapes)
+    given += get(e, k) != nullptr;
+  if (given != 1) {
+    error(n, given ? "'generate' takes one of 'torus', 'mesh' and "
+                     "'dimensions', not several"
+                   : "'generate' needs 'torus: [sizes]', 'mesh: [sizes]' or "
+                     "'dimensions: [...]'");
+    return;
+  }
+  if (const YAML::Node *m = get(e, "model"))
+    ok &= asScalar(*m, "model", generator.gpu.model);
+  if (const YAML::Node *p = get(e, "prefix")) {
+    ok &= asScalar(*p, "prefix", generator.prefix);
+    llvm::StringRef pre = generator.prefix;
+    if (pre.empty() || !llvm::all_of(pre, [](char c) {
+          return llvm::isAlpha(c) || c == '_';
+        })) {
+      error(textLoc(*p), "prefix must be letters or '_', got '" +
+                             generator.prefix + "'");
+      ok = false;
+    }
+  }
+  generator.gpu.kind = DeviceKind::Gpu;
+  generator.gpu.loc = locOf(n);
+  generator.gpu.name.base = locOf(n);
+  generator.gpu.ok = true;
+
+  // Defaults for every dimension: scalars here, or one value per dimension.
+  Entries defaults;
+  std::vector<YAML::Node> perDim[2]; // bandwidth, latency lists
+  const char *listKeys[] = {"bandwidth", "latency"};
+  for (const Entry &x : e) {
+    bool listed = false;
+    for (int i = 0; i < 2; ++i)
+      if (x.key == listKeys[i] && x.value.IsSequence()) {
+        asSeq(x.value, x.key, perDim[i]);
+        listed = true;
+      }
+    if (!listed && llvm::is_contained(kLinkAttrKeys, x.key))
+      defaults.push_back(x);
+  }
+  LinkAttrs base;
+  ok &= parseLinkAttrs(defaults, base, n);
+
+  struct DimIn {
+    GridDim::Kind kind = GridDim::Ring;
+    uint64_t size = 0;
+    Entries own; // the dimension's own attributes
+    YAML::Node node;
+  };
+  std::vector<DimIn> ins;
+  for (int shape = 0; shape < 2; ++shape) {
+    const YAML::Node *list = get(e, shapes[shape]);
+    if (!list)
+      continue;
+    std::vector<YAML::Node> sizes;
+    if (!asSeq(*list, std::string("'") + shapes[shape] + "'", sizes))
+      return;
+    for (const YAML::Node &sz : sizes) {
+      DimIn d;
+      d.kind = shape == 0 ? GridDim::Ring : GridDim::Line;
+      d.node = sz;
+      ok &= positiveInt(sz, "a dimension's size", d.size);
+      ins.push_back(std::move(d));
+    }
+  }
+  if (const YAML::Node *list = get(e, "dimensions")) {
+    std::vector<YAML::Node> items;
+    if (!asSeq(*list, "'dimensions'", items))
+      return;
+    for (const YAML::Node &item : items) {
+      DimIn d;
+      d.node = item;
+      if (!asMap(item, "dimension", d.own, dimKeys)) {
+        ok = false;
+        continue;
+      }
+      if (!required(d.own, item, "kind", "dimension") ||
+          !required(d.own, item, "size", "dimension")) {
+        ok = false;
+        continue;
+      }
+      std::string kind;
+      const YAML::Node &kn = *get(d.own, "kind");
+      if (asScalar(kn, "dimension kind", kind)) {
+        const auto *it = llvm::find(kindNames, llvm::StringRef(kind).lower());
+        if (it == std::end(kindNames)) {
+          std::string near = nearestMatch(kind, kindNames);
+          error(textLoc(kn),
+                "unknown dimension kind '" + kind + "'; " +
+                    (near.empty() ? "expected one of: " +
+                                        llvm::join(llvm::ArrayRef(kindNames),
+                                                   ", ")
+                                  : "did you mean '" + near + "'?"));
+          ok = false;
+        } else {
+          d.kind = static_cast<GridDim::Kind>(it - std::begin(kindNames));
+        }
+      } else {
+        ok = false;
+      }
+      ok &= positiveInt(*get(d.own, "size"), "a dimension's size", d.size);
+      ins.push_back(std::move(d));
+    }
+  }
+  if (ins.empty()) {
+    error(n, "'generate' needs at least one dimension");
+    return;
+  }
+  for (int i = 0; i < 2; ++i)
+    if (!perDim[i].empty() && perDim[i].size() != ins.size()) {
+      error(perDim[i].front(),
+            llvm::formatv("{0} lists {1} values for {2} dimensions; give one "
+                          "value, or one per dimension",
+                          listKeys[i], perDim[i].size(), ins.size()));
+      ok = false;
+      perDim[i].clear();
+    }
+
+  for (size_t i = 0; i < ins.size(); ++i) {
+    DimIn &in = ins[i];
+    GenDimension dim;
+    dim.kind = in.kind;
+    dim.size = in.size;
+    LinkAttrs a = base;
+    for (int k = 0; k < 2; ++k) {
+      if (perDim[k].empty())
+        continue;
+      Quantity q;
+      if (!quantity(perDim[k][i], k ? QuantityKind::Time : QuantityKind::Bandwidth,
+                    listKeys[k], q)) {
+        ok = false;
+        continue;
+      }
+      if (k)
+        a.latency = q;
+      else
+        a.bandwidth[0] = a.bandwidth[1] = q;
+    }
+    LinkAttrs own;
+    bool ownOk = parseLinkAttrs(in.own, own, in.node);
+    ok &= ownOk;
+    if (in.kind != GridDim::Switch && get(in.own, "switch_kind")) {
+      error(*get(in.own, "switch_kind"),
+            "'switch_kind' is only for dimensions of kind 'switch'");
+      ok = false;
+    }
+    if (own.type)
+      a.type = own.type;
+    if (own.bandwidth[0])
+      a.bandwidth[0] = a.bandwidth[1] = own.bandwidth[0];
+    if (own.latency)
+      a.latency = own.latency;
+    if (own.count)
+      a.count = own.count;
+    if (own.efficiency)
+      a.efficiency = own.efficiency;
+    if (!a.type)
+      a.type = LinkType::Custom;
+    if (!a.bandwidth[0]) {
+      if (ownOk) // else its bandwidth was malformed and said so
+        error(in.node, llvm::formatv("dimension {0} has no bandwidth; give "
+                                   "'bandwidth' here or in 'generate'",
+                                   i));
+      ok = false;
+      continue;
+    }
+    dim.link.attrs = a;
+    dim.link.loc = locOf(in.node);
+    dim.link.ok = true;
+    if (dim.kind == GridDim::Switch) {
+      SwitchKind sk;
+      switch (*a.type) {
+      case LinkType::NvLink:
+        sk = SwitchKind::NvSwitch;
+        break;
+      case LinkType::Pcie:
+        sk = SwitchKind::PcieSwitch;
+        break;
+      case LinkType::Ethernet:
+        sk = SwitchKind::EthSwitch;
+        break;
+      case LinkType::Roce:
+        sk = SwitchKind::RoceSwitch;
+        break;
+      default:
+        sk = SwitchKind::IbSwitch;
+      }
+      if (const YAML::Node *skn = get(in.own, "switch_kind")) {
+        std::string text;
+        if (asScalar(*skn, "switch_kind", text)) {
+          if (auto parsed = parseSwitchKind(text)) {
+            sk = *parsed;
+          } else {
+            error(textLoc(*skn), "unknown switch kind '" + text +
+                                     "'; expected one of: " +
+                                     llvm::join(switchKindNames(), ", "));
+            ok = false;
+          }
+        }
+      }
+      dim.switchDecl.kind = DeviceKind::Switch;
+      dim.switchDecl.switchKind = sk;
+      dim.switchDecl.loc = locOf(in.node);
+      dim.switchDecl.name.base = locOf(in.node);
+      dim.switchDecl.ok = true;
+    }
+    generator.dims.push_back(std::move(dim));
+  }
+  generator.ok = ok;
+}
+
 void Parser::parseTemplates(const YAML::Node &n) {
   Entries entries;
   if (!asMap(n, "node_templates", entries, {}, /*checkKeys=*/false))
@@ -1034,7 +1278,7 @@ llvm::Expected<Topology> Parser::run() {
   }
   static const llvm::StringRef keys[] = {
       "schema", "name",  "description", "link_classes", "node_templates",
-      "nodes",  "fabric", "ranks",      "scenarios"};
+      "nodes",  "fabric", "generate",   "ranks", "scenarios"};
   Entries e;
   asMap(root, "the topology", e, keys);
   std::string schema, name, description;
@@ -1068,11 +1312,13 @@ llvm::Expected<Topology> Parser::run() {
     if (asMap(*n, "'fabric'", f, fabricKeys))
       parseBody(f, *fabric, true);
   }
+  if (const YAML::Node *n = get(e, "generate"))
+    parseGenerate(*n);
   if (const YAML::Node *n = get(e, "scenarios"))
     parseScenarios(*n);
 
   Expander expander(*this, topo, file, templates, templateOrder, nodeDecls,
-                    fabric);
+                    fabric, &generator);
   expander.maxDevices = limits.maxDevices;
   expander.maxLinks = limits.maxLinks;
   if (!expander.checkSizes())

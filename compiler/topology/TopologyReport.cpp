@@ -78,6 +78,17 @@ void printTopologyReport(const Topology &t, llvm::raw_ostream &os) {
   os << ", " << plural(nics, "NIC", "NICs") << ", "
      << plural(sws, "switch", "switches") << ", "
      << plural(t.links().size(), "link", "links") << '\n';
+  RouteCoverage cov = routeCoverage(t);
+  if (!cov.unrouted) {
+    os << "routes: every GPU pair has a route (direct or through switches "
+          "and NICs)\n";
+  } else {
+    os << llvm::formatv("routes: {0} of {1} GPU pairs (ordered) have a "
+                        "route; {2} need a GPU to relay (e.g. {3} -> {4})\n",
+                        cov.pairs - cov.unrouted, cov.pairs, cov.unrouted,
+                        t.device(cov.exampleFrom).name,
+                        t.device(cov.exampleMissing.front()).name);
+  }
 
   os << "\nnodes:\n";
   for (size_t i = 0; i < t.nodes().size(); ++i) {
@@ -196,7 +207,10 @@ llvm::json::Value topologyToJson(const Topology &t) {
   Array applied;
   for (const std::string &s : t.appliedScenarios())
     applied.push_back(s);
+  RouteCoverage cov = routeCoverage(t);
   return Object{{"format", "topocc-topology/v1"},
+                {"gpu_pairs", static_cast<int64_t>(cov.pairs)},
+                {"gpu_pairs_without_route", static_cast<int64_t>(cov.unrouted)},
                 {"schema", t.schema()},
                 {"name", t.name()},
                 {"description", t.description()},

@@ -946,7 +946,8 @@ void registerCompileCommand(CLI::App &app) {
                   "Algorithm: ring, hier-ring (multi-node: rails and intra-node rings), "
                   "trees (ForestColl spanning trees), cerar (coded "
                   "all-reduce), hier-cerar (exact intra-node phases, CERAR "
-                  "across nodes) or auto (the fastest candidate by the "
+                  "across nodes), dims (all-reduce along each dimension of "
+                  "a generated grid) or auto (the fastest candidate by the "
                   "runtime model); default auto");
   cmd->add_option("--sm-count", opts->smCount,
                   "SMs (CUs) of the target GPU: MSCCL XML may launch at most "

@@ -197,9 +197,18 @@ llvm::Error runRings(const RingsOptions &opts) {
                                   times[2] * 1e3);
   }
   std::vector<analysis::RingChannel> rankOrder{algorithms::rankOrderRing(t)};
-  auto roCost = analysis::estimateRings(rankOrder, so.collective, so.bytes, m);
-  if (!roCost)
-    return roCost.takeError();
+  // On fabrics where GPUs relay (a torus), the rank order need not be a
+  // ring of routed pairs: it is then reported as such, not an error.
+  std::optional<analysis::CostReport> roCost;
+  std::string roWhy;
+  if (auto c = analysis::estimateRings(rankOrder, so.collective, so.bytes, m))
+    roCost = std::move(*c);
+  else {
+    std::string text = llvm::toString(c.takeError());
+    llvm::StringRef why = llvm::StringRef(text).trim();
+    why.consume_front("error: ");
+    roWhy = why.str();
+  }
   analysis::NcclModelResult nccl =
       analysis::ncclEstimate(t, so.collective, so.bytes);
 
@@ -250,8 +259,10 @@ llvm::Error runRings(const RingsOptions &opts) {
                               {"evaluated", static_cast<int64_t>(res.evaluated)},
                               {"channels", channelsJson(t, res.rings, m)},
                               {"estimate", costJson(res.cost)}};
-    llvm::json::Object ro{{"channels", channelsJson(t, rankOrder, m)},
-                          {"estimate", costJson(*roCost)}};
+    llvm::json::Value ro = nullptr;
+    if (roCost)
+      ro = llvm::json::Object{{"channels", channelsJson(t, rankOrder, m)},
+                              {"estimate", costJson(*roCost)}};
     auto est = [](const analysis::NcclEstimate &e) -> llvm::json::Value {
       if (!e.applicable)
         return nullptr;
@@ -319,8 +330,12 @@ llvm::Error runRings(const RingsOptions &opts) {
     printChannels(os, t, res.rings, m);
     printCost(os, res.cost);
     os << "rank-order ring:\n";
-    printChannels(os, t, rankOrder, m);
-    printCost(os, *roCost);
+    if (roCost) {
+      printChannels(os, t, rankOrder, m);
+      printCost(os, *roCost);
+    } else {
+      os << "  not a ring of routed pairs (" << roWhy << ")\n";
+    }
     if (hier) {
       os << "hierarchical ring (intra-node reduce-scatter, inter-node ring "
             "all-reduce per rail, intra-node all-gather):\n";
@@ -341,7 +356,7 @@ llvm::Error runRings(const RingsOptions &opts) {
          << timeText(e->time) << "  algbw " << gbs(e->algbw) << "  busbw "
          << gbs(e->busbw) << "  (model busBw " << gbs(e->modelBusBw) << ")\n";
     }
-    if (res.cost.time > 0 && roCost->time > 0)
+    if (roCost && res.cost.time > 0 && roCost->time > 0)
       os << llvm::formatv("speedup over rank order: {0:F2}x\n",
                           roCost->time / res.cost.time);
     if (hier)

@@ -243,10 +243,19 @@ TEST(RingSearchTest, LibraryRingsLowerToVerifiedSchedules) {
     RingSearchOptions o;
     o.bytes = 64.0 * 1024 * 1024;
     auto r = searchRings(*t, m, o);
+    if (!r && t->numRanks() % 2 == 1 && !t->grid().empty()) {
+      // An odd mesh is bipartite with an odd count: no ring of routed pairs.
+      EXPECT_NE(llvm::toString(r.takeError()).find("has a route for every hop"),
+                std::string::npos)
+          << f;
+      continue;
+    }
     ASSERT_TRUE(bool(r)) << f << ": " << llvm::toString(r.takeError());
     auto ro = estimateRings({rankOrderRing(*t)}, o.collective, o.bytes, m);
-    ASSERT_TRUE(bool(ro));
-    EXPECT_LE(r->cost.time, ro->time * (1 + 1e-9)) << f;
+    if (ro)
+      EXPECT_LE(r->cost.time, ro->time * (1 + 1e-9)) << f;
+    else // GPUs relay: the rank order need not be a ring of routed pairs
+      llvm::consumeError(ro.takeError());
     std::set<std::vector<int>> orders;
     for (const RingChannel &rc : r->rings) {
       RingBottleneck bn = ringBottleneck(rc, m);

@@ -34,13 +34,22 @@ std::vector<std::string> libraryFiles() {
   return files;
 }
 
+/// Every pair routes except where GPUs relay (tori, meshes, rail-only
+/// fabrics): there the pairs without a route are exactly as many as
+/// routeCoverage, an independent count, says.
 void expectAllPairsRoute(const Topology &t, llvm::StringRef what) {
+  RouteCoverage cov = routeCoverage(t);
+  uint64_t unrouted = 0;
   for (int a = 0; a < t.numRanks(); ++a) {
     std::vector<Route> routes = t.routesFrom(a);
     for (int b = 0; b < t.numRanks(); ++b) {
       const Route &r = routes[b];
-      ASSERT_TRUE(r.found()) << what.str() << ": " << t.rankName(a) << " -> "
-                             << t.rankName(b);
+      if (!r.found()) {
+        ++unrouted;
+        EXPECT_GT(cov.unrouted, 0u) << what.str() << ": " << t.rankName(a)
+                                    << " -> " << t.rankName(b);
+        continue;
+      }
       if (a != b) {
         EXPECT_GT(r.bottleneck, 0) << what.str();
         for (size_t i = 1; i < r.hops.size(); ++i)
@@ -49,6 +58,7 @@ void expectAllPairsRoute(const Topology &t, llvm::StringRef what) {
       }
     }
   }
+  EXPECT_EQ(unrouted, cov.unrouted) << what.str();
 }
 } // namespace
 

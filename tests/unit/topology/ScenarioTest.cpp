@@ -133,8 +133,10 @@ TEST(ScenarioTest, ExtendsComposes) {
 TEST(ScenarioTest, DisconnectionReportsTheCut) {
   Topology t = parseOk(kRail);
   EXPECT_EQ(errText(applyScenario(t, "cut")),
-            "t.yaml:32:27: error: after 'fail: leaf*' in scenario 'cut', 2 "
-            "of 4 GPUs are cut off from dgx00/gpu0: dgx01/gpu0, dgx01/gpu1\n"
+            "t.yaml:32:27: error: after 'fail: leaf*' in scenario 'cut', the "
+            "4 GPUs form 2 disconnected components (no links join them, even "
+            "through other GPUs): component 1 (2 GPUs): dgx00/gpu0, "
+            "dgx00/gpu1; component 2 (2 GPUs): dgx01/gpu0, dgx01/gpu1\n"
             "  cut:         [ { fail: \"leaf*\" } ]\n"
             "                          ^\n");
 }

@@ -261,25 +261,32 @@ nodes:
     switches: [ { name: s, kind: nvswitch } ]
     links: [ { from: "g{g:0-1}", to: s, type: nvlink, bandwidth: 25 GB/s } ]
 )"),
-            "t.yaml:4:13: error: 2 of 4 GPUs are cut off from a/g0: a/g2, "
-            "a/g3\n"
+            "t.yaml:4:13: error: the 4 GPUs form 3 disconnected components "
+            "(no links join them, even through other GPUs): component 1 (2 "
+            "GPUs): a/g0, a/g1; component 2 (1 GPU): a/g2; component 3 (1 "
+            "GPU): a/g3\n"
             "    gpus: [ \"g{g:0-3}\" ]\n"
             "            ^\n");
 }
 
-TEST(TopologyParserTest, GpusDoNotForward) {
-  // A chain g0 - g1 - g2 is connected, but g0 cannot reach g2 without g1
-  // forwarding.
-  EXPECT_EQ(parseError(R"(schema: topocc/v1
+TEST(TopologyParserTest, GpusRelayWhereNoRouteExists) {
+  // A chain g0 - g1 - g2 is connected: g0 reaches g2 only through g1, which
+  // relays (receives and sends). Valid; the pair counts as unrouted.
+  Topology t = parseOk(R"(schema: topocc/v1
 nodes:
   - name: a
     gpus: [ "g{g:0-2}" ]
     links: [ { from: "g{g:0-1}", to: "g{g+1}", type: nvlink, bandwidth: 25 GB/s } ]
-)"),
-            "t.yaml:4:13: error: a/g0 cannot reach this GPU without "
-            "forwarding through another GPU (GPUs do not forward): a/g2\n"
-            "    gpus: [ \"g{g:0-2}\" ]\n"
-            "            ^\n");
+)");
+  RouteCoverage cov = routeCoverage(t);
+  EXPECT_EQ(cov.pairs, 6u);
+  EXPECT_EQ(cov.unrouted, 2u); // g0 -> g2 and g2 -> g0
+  ASSERT_GE(cov.exampleFrom, 0);
+  EXPECT_EQ(t.device(cov.exampleFrom).name, "a/g0");
+  ASSERT_EQ(cov.exampleMissing.size(), 1u);
+  EXPECT_EQ(t.device(cov.exampleMissing[0]).name, "a/g2");
+  EXPECT_FALSE(t.route(0, 2).found());
+  EXPECT_TRUE(t.route(0, 1).found());
 }
 
 TEST(TopologyParserTest, DeterministicAcrossRuns) {
