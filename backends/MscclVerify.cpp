@@ -12,6 +12,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <set>
+
 namespace topocc::backends {
 
 namespace {
@@ -130,6 +132,24 @@ void simulateOnTopology(llvm::StringRef text, const topo::Topology &topology,
     r.simError = llvm::toString(s.takeError());
     return;
   }
+  // Every message joins a routed pair: where GPUs relay (a torus, a
+  // rail-only fabric) a pair without a route needs a GPU between them to
+  // receive and send, which the schedule must say.
+  std::set<std::pair<ir::RankId, ir::RankId>> pairs;
+  for (ir::RankId q = 0; q < s->numRanks; ++q)
+    for (const ir::Op &op : s->ranks[q].ops)
+      if (ir::sends(op.kind))
+        pairs.insert({q, op.sendPeer});
+  for (auto [a, b] : pairs)
+    if (a < topology.numRanks() && b < topology.numRanks() &&
+        !topology.route(a, b).found()) {
+      r.topologyError = llvm::formatv(
+          "rank {0} ({1}) sends to rank {2} ({3}), but the topology has no "
+          "route between them: only a GPU between them can relay (receive "
+          "and send), and the schedule does not",
+          a, topology.rankName(a), b, topology.rankName(b));
+      return;
+    }
   if (!bounds)
     bounds.emplace(analysis::computeTopologyBounds(topology, mode));
   auto p = analysis::predictSchedule(topology, *s, bytes, mode, &*bounds);

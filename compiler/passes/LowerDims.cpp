@@ -95,11 +95,10 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
                : o.name;
   s.ranks.resize(n);
   if (active.empty()) { // one rank: the all-reduce is a copy
-    for (int32_t j = 0; j < K; ++j)
-      if (!o.inplace)
-        s.ranks[0].ops.push_back(
-            makeLocal(OpKind::Copy, BufferRef{BufferKind::Output, j, 1},
-                      BufferRef{BufferKind::Input, j, 1}));
+    if (!o.inplace)
+      s.ranks[0].ops.push_back(makeLocal(
+          OpKind::Copy, BufferRef{BufferKind::Output, 0, s.chunksPerLoop},
+          BufferRef{BufferKind::Input, 0, s.chunksPerLoop}));
     setCollectiveBuffers(s.ranks[0], Collective::AllReduce, s.chunksPerLoop,
                          s.chunksPerLoop, o.inplace);
     return s;
@@ -123,6 +122,9 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
     return i;
   };
 
+  // In place the output is the input (setCollectiveBuffers): the phases
+  // work in it.
+  const BufferKind work = o.inplace ? BufferKind::Input : BufferKind::Output;
   ChainState st(n);
   for (int32_t lane = 0; lane < lanes; ++lane) {
     const int32_t p = lane % D;
@@ -176,17 +178,16 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
       spec.groups = groupsOf(i);
       spec.block = blockFn(i, spec.groups);
       spec.src = src;
-      spec.work = BufferKind::Output;
+      spec.work = work;
       spec.chunks = K;
       spec.chunkChains = true;
       spec.chainOffset = lane * K;
       emitRingPhase(s, spec, st);
     };
     for (int32_t i = 0; i < D; ++i)
-      phase(RingPhaseKind::ReduceScatter, i,
-            i == 0 ? BufferKind::Input : BufferKind::Output);
+      phase(RingPhaseKind::ReduceScatter, i, i == 0 ? BufferKind::Input : work);
     for (int32_t i = D; i-- > 0;)
-      phase(RingPhaseKind::AllGather, i, BufferKind::Output);
+      phase(RingPhaseKind::AllGather, i, work);
     for (RankId r = 0; r < n; ++r)
       for (size_t k = firstOp[r]; k < s.ranks[r].ops.size(); ++k)
         s.ranks[r].ops[k].channel = lane;

@@ -10,6 +10,7 @@
 
 #include "compiler/topology/AstraImport.h"
 
+#include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -159,7 +160,8 @@ llvm::Expected<AstraImport> Importer::run(const AstraImportOptions &opts) {
     total *= static_cast<uint64_t>(*n);
     dims += llvm::formatv("    - {{ kind: {0}, size: {1}, bandwidth: {2} "
                           "GiB/s, latency: {3} ns }\n",
-                          kind, static_cast<uint64_t>(*n), *bw, *lat)
+                          kind, static_cast<uint64_t>(*n), plainNumber(*bw),
+                          plainNumber(*lat))
                 .str();
   }
   if (diags.hasErrors())
