@@ -9,6 +9,8 @@
 
 #include "backends/MscclXml.h"
 
+#include "ir/Target.h"
+
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -23,7 +25,7 @@ using namespace ir;
 
 namespace {
 
-constexpr int32_t kMaxCount = 72;      // MSCCL_MAX_COUNT: cnt <= 71
+constexpr int32_t kMaxCount = ir::kMscclMaxStepCount + 1; // MSCCL_MAX_COUNT
 constexpr int32_t kMaxDepTarget = 127; // depid is 8 bits
 constexpr int32_t kMaxThreadblocks = 1024;
 

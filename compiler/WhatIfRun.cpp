@@ -64,6 +64,8 @@ analysis::WhatIfAlgorithm rankRingAlgorithm() {
   a.make = [make = a.make](const analysis::WhatIfContext &ctx)
       -> llvm::Expected<std::unique_ptr<analysis::WhatIfEvaluator>> {
     const topo::Topology &t = ctx.topology;
+    if (topo::routeCoverage(t).unrouted == 0) // linear; every pair routes
+      return make(ctx);
     for (int r = 0; r < t.numRanks(); ++r) {
       int next = (r + 1) % t.numRanks();
       if (r != next && !t.route(r, next).found())

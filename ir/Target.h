@@ -31,6 +31,8 @@ constexpr int32_t kMscclMaxSteps = 64;
 constexpr int32_t kMscclMaxDependencyTarget = 127;
 /// Threadblocks per rank the XML encoding allows.
 constexpr int32_t kMscclMaxThreadblocks = 1024;
+/// Chunks one step may move: cnt < MSCCL_MAX_COUNT = 72.
+constexpr int32_t kMscclMaxStepCount = 71;
 /// SMs of the GPU `topocc compile` assumes without --sm-count when there is
 /// no topology to take the GPU model from (--run-pass; an A100).
 constexpr int32_t kDefaultSmCount = 108;
@@ -83,6 +85,8 @@ struct TargetLimits {
   int32_t maxThreadblocks = kMscclMaxThreadblocks;
   /// Largest step index a dependency may name.
   int32_t maxDependencyTarget = kMscclMaxDependencyTarget;
+  /// Chunks one op may move (an MSCCL step's cnt).
+  int32_t maxStepCount = kMscclMaxStepCount;
   /// Whether coded schedules (lincomb ops with coefficients) can be
   /// written; MSCCL XML and NCCL graph files cannot carry them.
   bool codedOps = true;
@@ -123,6 +127,7 @@ struct TargetLimits {
       t.maxChannels = 0;
       t.maxThreadblocks = kNoLimit;
       t.maxDependencyTarget = kNoLimit;
+      t.maxStepCount = kNoLimit;
       break;
     }
     return t;

@@ -333,8 +333,12 @@ public:
     std::iota(all.begin(), all.end(), 0);
     PackingSimplex lp = fresh(all);
     bool solved = false;
-    for (out.iterations = 0; out.iterations < opts.maxIterations;
-         ++out.iterations) {
+    // A large sparse group (a torus: GPUs relay) prices slowly and its
+    // pool grows by many columns a round: fewer rounds.
+    const int rounds = sparse && k > kSparseFullRoundsRanks
+                           ? std::min(opts.maxIterations, kSparseRounds)
+                           : opts.maxIterations;
+    for (out.iterations = 0; out.iterations < rounds; ++out.iterations) {
       solved = lp.solve();
       if (!solved)
         break;
@@ -567,6 +571,10 @@ private:
 
   /// Nearest-neighbour starts of heuristicCycles on a sparse group.
   static constexpr int kSparseStarts = 4;
+  /// Column generation rounds on a sparse group of more ranks than
+  /// kSparseFullRoundsRanks.
+  static constexpr int kSparseRounds = 20;
+  static constexpr int kSparseFullRoundsRanks = 32;
 
   LinkModel &m;
   int k;

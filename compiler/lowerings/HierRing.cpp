@@ -104,13 +104,7 @@ HierRingLoweringCandidate(const AutoContext &ctx) {
   c.request = candidateRequest(ctx.request, Algorithm::HierRing);
   // Its phases are short rings that overlap by sub-chunks (one dependency
   // chain per sub-chunk).
-  for (int32_t chunks : {2, 4, 8}) {
-    if (chunks == c.request->chunks)
-      continue;
-    CompileRequest v = *c.request;
-    v.chunks = chunks;
-    c.variants.push_back({"--chunks " + std::to_string(chunks), v});
-  }
+  addChunkVariants(c, {2, 4, 8});
   // Two independent copies of 4 sub-chunks each: more rings at once, for
   // sizes where one copy's pipeline does not fill the links.
   if (c.request->channels == 1) {

@@ -141,6 +141,10 @@ llvm::Expected<AutoCandidate> autoCandidate(Algorithm a,
 
 // Pieces the lowerings share, and other tools use.
 
+/// Adds to `c` (whose request is set) one variant per count in `chunks`
+/// other than the request's own, flags "--chunks K".
+void addChunkVariants(AutoCandidate &c, llvm::ArrayRef<int32_t> chunks);
+
 /// The ranks of each node of `t` with GPUs, by local GPU index (device
 /// declaration order inside the node).
 std::vector<std::vector<ir::RankId>> nodeRanks(const topo::Topology &t);

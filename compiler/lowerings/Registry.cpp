@@ -61,6 +61,16 @@ CompileRequest candidateRequest(const CompileRequest &autoRequest,
   return sub;
 }
 
+void addChunkVariants(AutoCandidate &c, llvm::ArrayRef<int32_t> chunks) {
+  for (int32_t k : chunks) {
+    if (k == c.request->chunks)
+      continue;
+    CompileRequest v = *c.request;
+    v.chunks = k;
+    c.variants.push_back({"--chunks " + std::to_string(k), v});
+  }
+}
+
 std::vector<std::vector<ir::RankId>> nodeRanks(const topo::Topology &t) {
   std::vector<std::vector<ir::RankId>> nodes;
   for (const topo::Node &node : t.nodes()) {

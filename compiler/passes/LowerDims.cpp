@@ -47,13 +47,31 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
     if (r < 0 || r >= o.numRanks)
       problems.push_back(llvm::formatv("grid rank {0} is out of range", r));
     else if (seen[r])
-      problems.push_back(llvm::formatv("rank {0} appears twice in the grid", r));
+      problems.push_back(
+          llvm::formatv("rank {0} appears twice in the grid", r));
     else
       seen[r] = true;
   }
   if (o.chunks < 1)
     problems.push_back(
         llvm::formatv("--chunks must be at least 1, got {0}", o.chunks));
+  int32_t activeDims = 0;
+  for (int32_t sz : o.sizes)
+    activeDims += sz >= 2;
+  if (!o.laneChunks.empty()) {
+    int64_t total = 0;
+    for (int32_t k : o.laneChunks) {
+      if (k < 0)
+        problems.push_back(llvm::formatv("a lane of {0} sub-chunks", k));
+      total += std::max(k, 0);
+    }
+    if (static_cast<int32_t>(o.laneChunks.size()) != activeDims)
+      problems.push_back(llvm::formatv(
+          "{0} lane chunk counts for {1} dimensions of size 2 or more",
+          o.laneChunks.size(), activeDims));
+    else if (total < 1)
+      problems.push_back("every lane is empty");
+  }
   if (!problems.empty())
     return makeUserError(llvm::join(problems, "\n"));
 
@@ -70,10 +88,20 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
         "--algorithm dims needs {0} channels (one per dimension and "
         "direction), more than {1}",
         lanes, kMaxRingChannels));
-  const int64_t units = int64_t(lanes) * n * K;
+  // Sub-chunks per lane, and the first unit and first chain of each.
+  std::vector<int32_t> laneK(lanes, K);
+  if (!o.laneChunks.empty())
+    for (int32_t lane = 0; lane < lanes; ++lane)
+      laneK[lane] = o.laneChunks[lane % D];
+  std::vector<int64_t> laneBase(lanes + 1, 0), laneChain(lanes + 1, 0);
+  for (int32_t lane = 0; lane < lanes; ++lane) {
+    laneBase[lane + 1] = laneBase[lane] + int64_t(n) * laneK[lane];
+    laneChain[lane + 1] = laneChain[lane] + laneK[lane];
+  }
+  const int64_t units = laneBase[lanes];
   if (units > 32767)
     return makeUserError(llvm::formatv(
-        "lanes * ranks * chunks = {0} units exceeds 32767 (MSCCL stores "
+        "ranks * the lanes' chunks = {0} units exceeds 32767 (MSCCL stores "
         "offsets in 16 bits); use fewer chunks",
         units));
 
@@ -129,11 +157,14 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
   for (int32_t lane = 0; lane < lanes; ++lane) {
     const int32_t p = lane % D;
     const bool reverse = lane >= D;
+    const int32_t laneChunks = laneK[lane];
+    if (laneChunks == 0)
+      continue;
     // The lane's dimension order.
     std::vector<int32_t> order;
     for (int32_t i = 0; i < D; ++i)
       order.push_back(active[(p + i) % D]);
-    const int32_t base = lane * n * K;
+    const int32_t base = static_cast<int32_t>(laneBase[lane]);
     // Stage i's groups: the ranks that differ only in dimension order[i],
     // in ring order (coordinates up, or down for the reverse lanes).
     auto groupsOf = [&](int32_t i) {
@@ -154,7 +185,8 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
     };
     // Stage i's block of the rank at ring position q: the units whose
     // coordinates order[0..i] are that rank's.
-    auto blockFn = [&, base](int32_t i, std::vector<std::vector<RankId>> groups) {
+    auto blockFn = [&, base](int32_t i,
+                             std::vector<std::vector<RankId>> groups) {
       int64_t count = 1;
       for (int32_t k = i + 1; k < D; ++k)
         count *= o.sizes[order[k]];
@@ -179,9 +211,9 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
       spec.block = blockFn(i, spec.groups);
       spec.src = src;
       spec.work = work;
-      spec.chunks = K;
+      spec.chunks = laneChunks;
       spec.chunkChains = true;
-      spec.chainOffset = lane * K;
+      spec.chainOffset = static_cast<int32_t>(laneChain[lane]);
       emitRingPhase(s, spec, st);
     };
     for (int32_t i = 0; i < D; ++i)
@@ -192,11 +224,8 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
       for (size_t k = firstOp[r]; k < s.ranks[r].ops.size(); ++k)
         s.ranks[r].ops[k].channel = lane;
   }
-  for (RankId r = 0; r < n; ++r) {
-    s.ranks[r].scratchChunks = st.scratchEnd[r];
-    setCollectiveBuffers(s.ranks[r], Collective::AllReduce, s.chunksPerLoop,
-                         s.chunksPerLoop, o.inplace);
-  }
+  finishChainedRanks(s, st, Collective::AllReduce, s.chunksPerLoop,
+                     o.inplace);
   return s;
 }
 

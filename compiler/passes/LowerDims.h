@@ -1,4 +1,4 @@
-//===- compiler/passes/LowerDims.h - Dimension-by-dimension rings -*- C++ -*-===//
+//===- compiler/passes/LowerDims.h - Rings per dimension ------*- C++ -*-===//
 //
 // Lowers an all-reduce on a grid of ranks (a torus, or ASTRA-sim style
 // dimensions of rings, fully connected groups and switches) to unfused
@@ -37,6 +37,11 @@ struct DimsOptions {
   /// The rank at each linear index c0 + s0 (c1 + s1 (c2 + ...)).
   std::vector<ir::RankId> ranks;
   int32_t chunks = 1; ///< sub-chunks per lane (pipelining)
+  /// Per dimension of size >= 2 (in dimension order): the sub-chunks of the
+  /// two lanes that start with it, in place of `chunks`; 0 leaves those
+  /// lanes empty. Unequal counts balance the links of a grid whose
+  /// dimensions differ in size or bandwidth. Empty: `chunks` for every lane.
+  std::vector<int32_t> laneChunks;
   /// Both directions of every ring (two lanes per starting dimension);
   /// false: one direction (one lane per starting dimension).
   bool bidirectional = true;
@@ -45,9 +50,10 @@ struct DimsOptions {
 };
 
 /// Data layout: lane L (L = dir * D + p over the D dimensions of size >= 2)
-/// owns units L*N*K .. (L+1)*N*K - 1; sub-chunk j's block of grid index
-/// beta (the coordinates in the lane's dimension order, first dimension
-/// slowest) is unit L*N*K + j*N + beta. Channel L carries lane L.
+/// has K_p sub-chunks (laneChunks[p], or chunks) and owns N * K_p units
+/// from base_L (the lanes' units in order); sub-chunk j's block of grid
+/// index beta (the coordinates in the lane's dimension order, first
+/// dimension slowest) is unit base_L + j*N + beta. Channel L carries lane L.
 /// User error listing every problem for bad options (sizes that do not
 /// multiply to numRanks, a rank missing or repeated, a collective other
 /// than all-reduce, counts out of range).

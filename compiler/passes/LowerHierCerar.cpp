@@ -119,11 +119,8 @@ llvm::Expected<Schedule> lowerHierCerar(const HierCerarOptions &o,
   ag.src = work;
   emitRingPhase(s, ag, st);
 
-  for (RankId r = 0; r < n; ++r) {
-    s.ranks[r].scratchChunks = st.scratchEnd[r];
-    setCollectiveBuffers(s.ranks[r], Collective::AllReduce, s.chunksPerLoop,
-                         s.chunksPerLoop, o.inplace);
-  }
+  finishChainedRanks(s, st, Collective::AllReduce, s.chunksPerLoop,
+                     o.inplace);
   if (info)
     *info = got;
   return s;

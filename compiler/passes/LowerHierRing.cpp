@@ -77,6 +77,14 @@ void checkNodeLayout(const std::vector<std::vector<RankId>> &nodes,
   }
 }
 
+void finishChainedRanks(Schedule &s, const ChainState &st, Collective c,
+                        int32_t local, bool inplace) {
+  for (RankId r = 0; r < s.numRanks; ++r) {
+    s.ranks[r].scratchChunks = st.scratchEnd[r];
+    setCollectiveBuffers(s.ranks[r], c, s.chunksPerLoop, local, inplace);
+  }
+}
+
 void emitRingPhase(Schedule &s, const RingPhaseSpec &p, ChainState &st) {
   const std::vector<std::vector<RankId>> &groups = p.groups;
   const RingPhaseKind kind = p.kind;
@@ -295,11 +303,7 @@ Schedule HierLowering::run() {
       for (size_t i = firstOp[r]; i < s.ranks[r].ops.size(); ++i)
         s.ranks[r].ops[i].channel = c;
   }
-  for (RankId r = 0; r < n; ++r) {
-    s.ranks[r].scratchChunks = st.scratchEnd[r];
-    setCollectiveBuffers(s.ranks[r], Collective::AllReduce, s.chunksPerLoop,
-                         s.chunksPerLoop, o.inplace);
-  }
+  finishChainedRanks(s, st, Collective::AllReduce, s.chunksPerLoop, o.inplace);
   return std::move(s);
 }
 
@@ -436,11 +440,7 @@ Schedule HierLowering::runGatherScatter() {
         if (s.ranks[r].ops[i].channel == kNone)
           s.ranks[r].ops[i].channel = railChannel;
   }
-  for (RankId r = 0; r < n; ++r) {
-    s.ranks[r].scratchChunks = st.scratchEnd[r];
-    setCollectiveBuffers(s.ranks[r], o.collective, s.chunksPerLoop, L,
-                         o.inplace);
-  }
+  finishChainedRanks(s, st, o.collective, L, o.inplace);
   return std::move(s);
 }
 

@@ -103,6 +103,12 @@ struct ChainState {
         scratchEnd(numRanks, 0) {}
 };
 
+/// Ends a lowering built on `st`: every rank's scratch extent from the
+/// chains, and its buffers for collective `c` (setCollectiveBuffers with
+/// s.chunksPerLoop and `local` chunks).
+void finishChainedRanks(ir::Schedule &s, const ChainState &st,
+                        ir::Collective c, int32_t local, bool inplace);
+
 /// Appends the phase to `s` (whose ranks exist), emitted step-major (for
 /// step t, sub-chunk j, group, position) so every connection carries its
 /// messages in the same order on both ends; every op depends on the

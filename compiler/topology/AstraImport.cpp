@@ -96,8 +96,8 @@ llvm::Expected<AstraImport> Importer::run(const AstraImportOptions &opts) {
                 "'topology', 'npus_count', 'bandwidth' and 'latency'");
     return diags.takeError();
   }
-  static const llvm::StringRef known[] = {"topology", "npus_count",
-                                          "bandwidth", "latency"};
+  static const llvm::StringRef known[] = {"topology", "npus_count", "bandwidth",
+                                          "latency"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
     if (!llvm::is_contained(known, key))

@@ -249,11 +249,11 @@ void checkConnectivity(const Topology &t, DiagnosticList &diags,
       list += llvm::formatv("; and {0} more", comps.size() - 8).str();
       break;
     }
-    list += llvm::formatv("{0}component {1} ({2} GPU{3}): {4}",
-                          c ? "; " : "", c + 1, comps[c].size(),
-                          comps[c].size() == 1 ? "" : "s",
-                          nameList(t, comps[c]))
-                .str();
+    list +=
+        llvm::formatv("{0}component {1} ({2} GPU{3}): {4}", c ? "; " : "",
+                      c + 1, comps[c].size(), comps[c].size() == 1 ? "" : "s",
+                      nameList(t, comps[c]))
+            .str();
   }
   for (size_t c = 9; c < comps.size(); ++c)
     gpus += comps[c].size();

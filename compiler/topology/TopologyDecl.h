@@ -32,6 +32,24 @@ struct LinkAttrs {
   std::optional<int> count;
   std::optional<Duplex> duplex;
   std::optional<double> efficiency;
+
+  /// Every attribute `o` gives replaces this one's (inline attributes over
+  /// a class's, a dimension's over the generator's).
+  void overrideWith(const LinkAttrs &o) {
+    if (o.type)
+      type = o.type;
+    for (int dir = 0; dir < 2; ++dir)
+      if (o.bandwidth[dir])
+        bandwidth[dir] = o.bandwidth[dir];
+    if (o.latency)
+      latency = o.latency;
+    if (o.count)
+      count = o.count;
+    if (o.duplex)
+      duplex = o.duplex;
+    if (o.efficiency)
+      efficiency = o.efficiency;
+  }
 };
 
 /// A located name pattern.
@@ -97,7 +115,7 @@ struct NodeDecl {
 struct GenDimension {
   GridDim::Kind kind = GridDim::Ring;
   uint64_t size = 0;
-  LinkDecl link;        ///< the attributes of every link of this dimension
+  LinkDecl link;         ///< the attributes of every link of this dimension
   DeviceDecl switchDecl; ///< Switch: the switches' kind
 };
 

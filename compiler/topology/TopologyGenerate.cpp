@@ -95,8 +95,7 @@ void Expander::addGenerated() {
   {
     std::vector<GridDim> dims;
     for (const GenDimension &d : g.dims)
-      dims.push_back({d.kind,
-                      static_cast<int>(d.size)});
+      dims.push_back({d.kind, static_cast<int>(d.size)});
     topo.setGrid(std::move(dims), gpu);
   }
   for (size_t d = 0; d < nd; ++d) {

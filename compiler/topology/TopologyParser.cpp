@@ -552,19 +552,7 @@ void Parser::parseLinks(const YAML::Node &n, Body &body) {
     }
     if (!ok)
       continue;
-    if (inlineAttrs.type)
-      attrs.type = inlineAttrs.type;
-    for (int dir = 0; dir < 2; ++dir)
-      if (inlineAttrs.bandwidth[dir])
-        attrs.bandwidth[dir] = inlineAttrs.bandwidth[dir];
-    if (inlineAttrs.latency)
-      attrs.latency = inlineAttrs.latency;
-    if (inlineAttrs.count)
-      attrs.count = inlineAttrs.count;
-    if (inlineAttrs.duplex)
-      attrs.duplex = inlineAttrs.duplex;
-    if (inlineAttrs.efficiency)
-      attrs.efficiency = inlineAttrs.efficiency;
+    attrs.overrideWith(inlineAttrs);
     // An unknown class was already reported; a known but broken class too.
     bool brokenClass =
         !l->className.empty() && !classLocs.count(l->className);
@@ -615,8 +603,10 @@ bool Parser::positiveInt(const YAML::Node &n, llvm::StringRef what,
   if (!asScalar(n, what, s))
     return false;
   if (llvm::StringRef(s).getAsInteger(10, out) || out < 1 || out > 1000000) {
-    error(textLoc(n), what + " must be a positive integer (at most 1000000), "
-                             "got '" + s + "'");
+    error(textLoc(n), what +
+                          " must be a positive integer (at most 1000000), "
+                          "got '" +
+                          s + "'");
     return false;
   }
   return true;
@@ -624,13 +614,13 @@ bool Parser::positiveInt(const YAML::Node &n, llvm::StringRef what,
 
 void Parser::parseGenerate(const YAML::Node &n) {
   static const llvm::StringRef keys[] = {
-      "torus", "mesh",  "dimensions", "bandwidth", "latency",   "type",
-      "count", "efficiency", "model", "prefix"};
+      "torus", "mesh",  "dimensions", "bandwidth", "latency",
+      "type",  "count", "efficiency", "model",     "prefix"};
   static const llvm::StringRef dimKeys[] = {
-      "kind",  "size",       "bandwidth",  "latency",
-      "type",  "count",      "efficiency", "switch_kind"};
-  static const llvm::StringRef kindNames[] = {"ring", "line",
-                                              "fully-connected", "switch"};
+      "kind", "size",  "bandwidth",  "latency",
+      "type", "count", "efficiency", "switch_kind"};
+  static const llvm::StringRef kindNames[] = {"ring", "line", "fully-connected",
+                                              "switch"};
   Entries e;
   generator.loc = locOf(n);
   if (!asMap(n, "'generate'", e, keys))
@@ -655,8 +645,8 @@ void Parser::parseGenerate(const YAML::Node &n) {
     if (pre.empty() || !llvm::all_of(pre, [](char c) {
           return llvm::isAlpha(c) || c == '_';
         })) {
-      error(textLoc(*p), "prefix must be letters or '_', got '" +
-                             generator.prefix + "'");
+      error(textLoc(*p),
+            "prefix must be letters or '_', got '" + generator.prefix + "'");
       ok = false;
     }
   }
@@ -728,10 +718,10 @@ void Parser::parseGenerate(const YAML::Node &n) {
           std::string near = nearestMatch(kind, kindNames);
           error(textLoc(kn),
                 "unknown dimension kind '" + kind + "'; " +
-                    (near.empty() ? "expected one of: " +
-                                        llvm::join(llvm::ArrayRef(kindNames),
-                                                   ", ")
-                                  : "did you mean '" + near + "'?"));
+                    (near.empty()
+                         ? "expected one of: " +
+                               llvm::join(llvm::ArrayRef(kindNames), ", ")
+                         : "did you mean '" + near + "'?"));
           ok = false;
         } else {
           d.kind = static_cast<GridDim::Kind>(it - std::begin(kindNames));
@@ -767,7 +757,8 @@ void Parser::parseGenerate(const YAML::Node &n) {
       if (perDim[k].empty())
         continue;
       Quantity q;
-      if (!quantity(perDim[k][i], k ? QuantityKind::Time : QuantityKind::Bandwidth,
+      if (!quantity(perDim[k][i],
+                    k ? QuantityKind::Time : QuantityKind::Bandwidth,
                     listKeys[k], q)) {
         ok = false;
         continue;
@@ -785,23 +776,14 @@ void Parser::parseGenerate(const YAML::Node &n) {
             "'switch_kind' is only for dimensions of kind 'switch'");
       ok = false;
     }
-    if (own.type)
-      a.type = own.type;
-    if (own.bandwidth[0])
-      a.bandwidth[0] = a.bandwidth[1] = own.bandwidth[0];
-    if (own.latency)
-      a.latency = own.latency;
-    if (own.count)
-      a.count = own.count;
-    if (own.efficiency)
-      a.efficiency = own.efficiency;
+    a.overrideWith(own);
     if (!a.type)
       a.type = LinkType::Custom;
     if (!a.bandwidth[0]) {
       if (ownOk) // else its bandwidth was malformed and said so
         error(in.node, llvm::formatv("dimension {0} has no bandwidth; give "
-                                   "'bandwidth' here or in 'generate'",
-                                   i));
+                                     "'bandwidth' here or in 'generate'",
+                                     i));
       ok = false;
       continue;
     }
@@ -1277,8 +1259,8 @@ llvm::Expected<Topology> Parser::run() {
     return diags.takeError();
   }
   static const llvm::StringRef keys[] = {
-      "schema", "name",  "description", "link_classes", "node_templates",
-      "nodes",  "fabric", "generate",   "ranks", "scenarios"};
+      "schema", "name",   "description", "link_classes", "node_templates",
+      "nodes",  "fabric", "generate",    "ranks",        "scenarios"};
   Entries e;
   asMap(root, "the topology", e, keys);
   std::string schema, name, description;

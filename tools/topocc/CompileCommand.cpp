@@ -942,13 +942,14 @@ void registerCompileCommand(CLI::App &app) {
   cmd->add_option("--collective", opts->collective,
                   "REQUIRED (except with --run-pass): allreduce, allgather "
                   "or reducescatter");
-  cmd->add_option("--algorithm", opts->algorithm,
-                  "Algorithm: ring, hier-ring (multi-node: rails and intra-node rings), "
-                  "trees (ForestColl spanning trees), cerar (coded "
-                  "all-reduce), hier-cerar (exact intra-node phases, CERAR "
-                  "across nodes), dims (all-reduce along each dimension of "
-                  "a generated grid) or auto (the fastest candidate by the "
-                  "runtime model); default auto");
+  cmd->add_option(
+      "--algorithm", opts->algorithm,
+      "Algorithm: ring, hier-ring (multi-node: rails and intra-node rings), "
+      "trees (ForestColl spanning trees), cerar (coded "
+      "all-reduce), hier-cerar (exact intra-node phases, CERAR "
+      "across nodes), dims (all-reduce along each dimension of "
+      "a generated grid) or auto (the fastest candidate by the "
+      "runtime model); default auto");
   cmd->add_option("--sm-count", opts->smCount,
                   "SMs (CUs) of the target GPU: MSCCL XML may launch at most "
                   "this many threadblocks per rank (they must all be "

@@ -61,8 +61,9 @@ void registerImportCommand(CLI::App &app) {
                    "bandwidth in GB/s = GiB/s, latency in ns)");
   astra->add_option("network", opts->file, "ASTRA-sim network YAML file")
       ->required();
-  astra->add_option("-o,--output", opts->output,
-                    "Topology file to write ('-': standard output)")
+  astra
+      ->add_option("-o,--output", opts->output,
+                   "Topology file to write ('-': standard output)")
       ->capture_default_str();
   astra->add_option("--model", opts->astra.model,
                     "GPU model of the NPUs (e.g. h100-sxm5; docs/MscclXml.md, "

@@ -45,9 +45,8 @@ std::vector<int32_t> coords(const std::vector<int32_t> &sizes, int32_t i) {
 
 TEST(LowerDimsTest, VerifiesAsAllReduceInAndOutOfPlace) {
   // The verifier's symbolic semantics prove every rank ends with the sum.
-  for (std::vector<int32_t> sizes :
-       std::vector<std::vector<int32_t>>{{2}, {3}, {4, 4}, {2, 3}, {3, 1, 2},
-                                         {4, 4, 4}, {1}})
+  for (std::vector<int32_t> sizes : std::vector<std::vector<int32_t>>{
+           {2}, {3}, {4, 4}, {2, 3}, {3, 1, 2}, {4, 4, 4}, {1}})
     for (int32_t chunks : {1, 2})
       for (bool inplace : {false, true}) {
         SCOPED_TRACE(::testing::Message()
@@ -111,6 +110,38 @@ TEST(LowerDimsTest, MessagesStayOnTheirDimensionsNeighbours) {
     starts.insert(firstDim[lane]);
   }
   EXPECT_EQ(starts, (std::set<int>{0, 1, 2}));
+}
+
+TEST(LowerDimsTest, LanesTakeTheirOwnChunkCounts) {
+  // Unequal sub-chunks per starting dimension (and an empty lane) still
+  // verify, in and out of place; units and channels follow the counts.
+  for (bool inplace : {false, true}) {
+    DimsOptions o = opts({4, 2, 3}, 1, inplace);
+    o.laneChunks = {3, 0, 2};
+    auto s = lowerDims(o);
+    ASSERT_TRUE(bool(s)) << topocc::testing::errorMessage(s.takeError());
+    EXPECT_EQ(s->chunksPerLoop, 2 * (3 + 0 + 2) * 24);
+    llvm::Error problems = verifySchedule(*s);
+    EXPECT_FALSE(bool(problems))
+        << topocc::testing::errorMessage(std::move(problems));
+    std::set<ChannelId> used;
+    for (RankId r = 0; r < s->numRanks; ++r)
+      for (const Op &op : s->ranks[r].ops)
+        used.insert(op.channel);
+    // Lanes 1 and 4 (starting with dimension 1, both directions) are empty.
+    EXPECT_EQ(used, (std::set<ChannelId>{0, 2, 3, 5}));
+  }
+  DimsOptions o = opts({4, 4});
+  o.laneChunks = {1};
+  auto s = lowerDims(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
+            "1 lane chunk counts for 2 dimensions of size 2 or more");
+  o.laneChunks = {0, 0};
+  s = lowerDims(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(topocc::testing::errorMessage(s.takeError()),
+            "every lane is empty");
 }
 
 TEST(LowerDimsTest, Errors) {

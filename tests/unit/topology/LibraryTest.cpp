@@ -46,8 +46,8 @@ void expectAllPairsRoute(const Topology &t, llvm::StringRef what) {
       const Route &r = routes[b];
       if (!r.found()) {
         ++unrouted;
-        EXPECT_GT(cov.unrouted, 0u) << what.str() << ": " << t.rankName(a)
-                                    << " -> " << t.rankName(b);
+        EXPECT_GT(cov.unrouted, 0u)
+            << what.str() << ": " << t.rankName(a) << " -> " << t.rankName(b);
         continue;
       }
       if (a != b) {
