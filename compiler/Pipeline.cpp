@@ -115,6 +115,12 @@ public:
     log.afterPass(name, s);
     if (!req.verify)
       return llvm::Error::success();
+    // Too large to verify is the request's limit, not a lowering bug.
+    if (int64_t slots = ir::verifiedSlots(s); slots > ir::kMaxVerifiedSlots)
+      return makeUserError(llvm::formatv(
+          "{0} ({1} ranks) would hold {2} buffer chunks over all ranks, more "
+          "than the {3} the verifier checks; use fewer --chunks or channels",
+          name, s.numRanks, slots, ir::kMaxVerifiedSlots));
     if (llvm::Error problems = ir::verifySchedule(s, vopts))
       return passBroke(name, std::nullopt, s, std::move(problems));
     return llvm::Error::success();

@@ -43,6 +43,17 @@
 
 namespace topocc::ir {
 
+int64_t verifiedSlots(const Schedule &s) {
+  int64_t nominal =
+      std::max<int64_t>(s.nominalInputChunks(), s.nominalOutputChunks());
+  int64_t slots = 0;
+  for (const RankProgram &rp : s.ranks)
+    slots += std::max<int64_t>(rp.inputChunks, nominal) +
+             std::max<int64_t>(rp.outputChunks, nominal) +
+             std::max<int64_t>(rp.scratchChunks, 0);
+  return slots;
+}
+
 namespace {
 
 std::string refString(const BufferRef &b) {
@@ -177,13 +188,7 @@ bool Verifier::checkHeader() {
   // The race check and the semantics keep state per chunk slot (inputs and
   // outputs at least nominal): a damaged or hostile header must get an error,
   // not an allocation of its size.
-  int64_t nominal = std::max<int64_t>(s.nominalInputChunks(),
-                                      s.nominalOutputChunks());
-  int64_t slots = 0;
-  for (const RankProgram &rp : s.ranks)
-    slots += std::max<int64_t>(rp.inputChunks, nominal) +
-             std::max<int64_t>(rp.outputChunks, nominal) +
-             std::max<int64_t>(rp.scratchChunks, 0);
+  int64_t slots = verifiedSlots(s);
   if (slots > kMaxVerifiedSlots) {
     report(kNone, kNone,
            llvm::formatv("the buffers declare {0} chunks over all ranks; the "

@@ -27,6 +27,10 @@ namespace topocc::ir {
 /// state per slot. 2^26: a 1024-rank all-reduce with 32768 chunks per loop.
 inline constexpr int64_t kMaxVerifiedSlots = int64_t(1) << 26;
 
+/// The chunk slots the verifier keeps state for: every rank's input and
+/// output (at least the collective's nominal sizes) and scratch.
+int64_t verifiedSlots(const Schedule &s);
+
 /// Phases can be switched off; with checkStructure off the schedule
 /// REQUIRES well-formed operands, peers and messages (the other phases index
 /// with them).

@@ -37,7 +37,7 @@ std::string whyNoGrid(const topo::Topology &t) {
 /// `chunks` on average: the data shares that balance the links, from the
 /// packing LP "maximise the data sum_p x_p such that every dimension's
 /// links carry at most one time unit of it", rounded by largest remainder
-/// to D * chunks sub-chunks (a lane may get none).
+/// to D * chunks sub-chunks, at least one per lane.
 ///
 /// The lanes starting with dimension p visit the dimensions in the order
 /// p, p+1, ...; at stage i their data is (s-1)/s of what is left, and what
@@ -107,6 +107,16 @@ std::vector<int32_t> balancedLaneChunks(const topo::Topology &t, int32_t chunks,
   std::stable_sort(rest.begin(), rest.end());
   for (size_t i = 0; given < total; ++i, ++given)
     ++k[rest[i % rest.size()].second];
+  // Every lane carries something (its channels stay numbered densely):
+  // take sub-chunks back from the largest.
+  for (int p = 0; p < D; ++p)
+    while (k[p] < 1) {
+      auto big = std::max_element(k.begin(), k.end());
+      if (*big <= 1)
+        return equal;
+      --*big;
+      ++k[p];
+    }
   return k;
 }
 
@@ -189,7 +199,9 @@ llvm::Expected<AutoCandidate> DimsLoweringCandidate(const AutoContext &ctx) {
   c.request = candidateRequest(ctx.request, Algorithm::Dims);
   // Sub-chunks let a lane's next dimension start before this one ends.
   // More sub-chunks also let the lanes' shares follow the balance of a
-  // grid whose dimensions differ (balancedLaneChunks).
+  // grid whose dimensions differ (balancedLaneChunks). Above 200 000 ops
+  // auto prices with the cost model, which sees the balanced loads but not
+  // the stages, and rates one sub-chunk best (docs/benchmarks/relay.md).
   addChunkVariants(c, {2, 4, 8});
   return c;
 }

@@ -119,6 +119,10 @@ struct GenDimension {
   DeviceDecl switchDecl; ///< Switch: the switches' kind
 };
 
+/// Dimensions a `generate:` section may have (expansion is linear in the
+/// GPUs times the dimensions).
+constexpr size_t kMaxGridDims = 16;
+
 /// A `generate:` section: GPUs on a grid of dimensions (dimension 0 varies
 /// fastest; rank = c0 + s0 (c1 + s1 (c2 + ...))).
 struct GeneratorDecl {

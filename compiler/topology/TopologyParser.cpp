@@ -737,6 +737,12 @@ void Parser::parseGenerate(const YAML::Node &n) {
     error(n, "'generate' needs at least one dimension");
     return;
   }
+  if (ins.size() > kMaxGridDims) {
+    error(ins[kMaxGridDims].node,
+          llvm::formatv("'generate' takes at most {0} dimensions, got {1}",
+                        kMaxGridDims, ins.size()));
+    return;
+  }
   for (int i = 0; i < 2; ++i)
     if (!perDim[i].empty() && perDim[i].size() != ins.size()) {
       error(perDim[i].front(),
