@@ -165,6 +165,9 @@ analysis::WhatIfRegistry makeWhatIfRegistry() {
   r.add(compiledAlgorithm(Algorithm::Dims,
                           "dimension-by-dimension rings on a generated "
                           "grid, compiled (`compile --algorithm dims`)"));
+  r.add(compiledAlgorithm(Algorithm::Matching,
+                          "greedy link-chunk matching on direct GPU links, "
+                          "compiled (`compile --algorithm matching`)"));
   r.add(compiledAlgorithm(Algorithm::Auto,
                           "what `compile --algorithm auto` chooses "
                           "for the largest size"));

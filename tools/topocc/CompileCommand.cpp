@@ -948,7 +948,8 @@ void registerCompileCommand(CLI::App &app) {
       "trees (ForestColl spanning trees), cerar (coded "
       "all-reduce), hier-cerar (exact intra-node phases, CERAR "
       "across nodes), dims (all-reduce along each dimension of "
-      "a generated grid) or auto (the fastest candidate by the "
+      "a generated grid), matching (greedy link-chunk matching on "
+      "direct GPU links) or auto (the fastest candidate by the "
       "runtime model); default auto");
   cmd->add_option("--sm-count", opts->smCount,
                   "SMs (CUs) of the target GPU: MSCCL XML may launch at most "

@@ -2,9 +2,9 @@
 //
 // Random connected graphs of GPUs joined only by direct links (no switch
 // paths, so most pairs have no route and GPUs relay): every algorithm that
-// applies compiles to a schedule that the pipeline verified, that computes
-// its collective, and whose messages all join routed pairs; the cut bound
-// equals a brute-force enumeration of vertex sets.
+// applies (ring, trees, link matching, auto) compiles to a schedule that the
+// pipeline verified, that computes its collective, and whose messages all join
+// routed pairs; the cut bound equals a brute-force enumeration of vertex sets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,7 +77,8 @@ TEST(RelayPropertyTest, SchedulesVerifyAndUseRoutedPairsOnly) {
     for (ir::Collective c :
          {ir::Collective::AllReduce, ir::Collective::AllGather,
           ir::Collective::ReduceScatter})
-      for (Algorithm a : {Algorithm::Ring, Algorithm::Trees, Algorithm::Auto}) {
+      for (Algorithm a : {Algorithm::Ring, Algorithm::Trees,
+                          Algorithm::Matching, Algorithm::Auto}) {
         CompileRequest req;
         req.collective = c;
         req.algorithm = a;
@@ -111,7 +112,7 @@ TEST(RelayPropertyTest, SchedulesVerifyAndUseRoutedPairsOnly) {
       }
   }
   EXPECT_GE(unroutedGraphs, 8); // most random graphs need relays
-  EXPECT_GE(compiled, 12 * 6);  // trees and auto always apply
+  EXPECT_GE(compiled, 12 * 9);  // trees, matching and auto always apply
 }
 
 } // namespace
