@@ -46,6 +46,7 @@ llvm::Expected<Prediction> predictSchedule(const topo::Topology &t,
     for (const ir::Op &op : rp.ops)
       p.coded = p.coded || op.kind == ir::OpKind::LinComb;
   p.sim = std::move(*sim);
+  p.allReduce = s.collective == ir::Collective::AllReduce;
   std::optional<TopologyBounds> own;
   if (!bounds)
     bounds = &own.emplace(computeTopologyBounds(t, mode));
@@ -74,6 +75,10 @@ std::string predictionText(const Prediction &p) {
     if (p.coded)
       line += "; an exact collective's: a coded schedule approximates with "
               "less traffic";
+    else if (p.allReduce && p.fractionOfBound() > 1 + 1e-9)
+      line += "; the all-reduce bound is reduce-scatter then all-gather, "
+              "which this schedule beats by overlapping them on opposite "
+              "link directions";
     line += ")";
   } else {
     line += " (no bound: " + p.boundError + ")";
@@ -98,6 +103,8 @@ llvm::json::Object predictionJson(const Prediction &p) {
   }
   if (p.coded)
     sim["coded"] = true;
+  else if (p.allReduce && p.fractionOfBound() > 1 + 1e-9)
+    sim["bound_beaten_by_overlap"] = true;
   return sim;
 }
 

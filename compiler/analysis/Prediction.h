@@ -53,6 +53,10 @@ struct Prediction {
   /// The schedule is coded (lincomb ops): it approximates the collective
   /// with less traffic, so it may beat the exact collective's bound.
   bool coded = false;
+  /// An all-reduce: its bound is the reduce-scatter's plus the
+  /// all-gather's (ForestColl's), which a schedule that overlaps the two
+  /// on opposite directions of the bottleneck links can beat.
+  bool allReduce = false;
   /// bound->time / sim.time, 0 without a bound.
   double fractionOfBound() const {
     return bound && sim.time > 0 ? bound->time / sim.time : 0;

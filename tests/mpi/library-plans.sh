@@ -14,7 +14,8 @@
 # (topocc-mpi-test --plans). Topologies outside the range are skipped with a
 # count. Exit 1 on any wrong element, run error or ring compile error (but
 # for a fabric that has no ring of routed pairs). dims compiles only on
-# generated grids (all-reduce; docs/Algorithms.md section 6).
+# generated grids (all-reduce; docs/Algorithms.md section 6), matching
+# only where direct GPU links join every GPU (section 7).
 #
 # ctest runs it twice (tests/mpi/CMakeLists.txt): up to 16 ranks with the
 # sanitized binaries, and from 17 ranks (32-rank boxes, the 128-rank
@@ -25,7 +26,7 @@ TOPOCC=$1 MPI_TEST=$2 MPIRUN=$3 TOPOS=$4 WORK=$5
 
 # Algorithms to run (an algorithm the compiler rejects is reported and
 # skipped; ring must always compile).
-ALGORITHMS=${TOPOCC_LIBRARY_ALGORITHMS:-"ring trees cerar dims"}
+ALGORITHMS=${TOPOCC_LIBRARY_ALGORITHMS:-"ring trees cerar dims matching"}
 MIN_RANKS=${TOPOCC_LIBRARY_MIN_RANKS:-1}
 MAX_RANKS=${TOPOCC_LIBRARY_MAX_RANKS:-1024}
 COUNTS=${TOPOCC_LIBRARY_COUNTS:-1001}
