@@ -170,19 +170,22 @@ public:
 
   /// Greedy widest neighbour plus 2-opt / Or-opt local search, started from
   /// `seeds` as well (each a full order); returns the best order found.
-  std::vector<int> heuristic(const std::vector<std::vector<int>> &seeds) {
+  std::vector<int> heuristic(const std::vector<std::vector<int>> &seeds,
+                             bool improve = true) {
     std::vector<std::vector<int>> starts = seeds;
     starts.push_back(greedy());
     // Where few pairs have routes (a torus or mesh, whose GPUs relay), the
-    // greedy order may use an unrouted hop: search a Hamiltonian cycle of
-    // the routed pairs as one more start.
-    if (!routesEveryHop(starts.back()))
+    // greedy order may use an unrouted hop: unless a seed routes every hop,
+    // search a Hamiltonian cycle of the routed pairs as one more start.
+    if (std::none_of(
+            starts.begin(), starts.end(),
+            [&](const std::vector<int> &o) { return routesEveryHop(o); }))
       if (std::vector<int> h = routedCycle(kCycleSearchNodes); !h.empty())
         starts.push_back(std::move(h));
     std::vector<int> bestO;
     double bestT = kInf;
     for (std::vector<int> o : starts) {
-      double t = localSearch(o);
+      double t = improve ? localSearch(o) : eval(o);
       if (t < bestT * (1 - kRel) || bestO.empty()) {
         bestT = t;
         bestO = o;
@@ -427,6 +430,73 @@ double ringRate(const std::vector<double> &load, const std::vector<double> &cap)
   return rate;
 }
 
+/// Ranks above which a generated grid's ring is its snake cycle (or a
+/// better start) without local search.
+constexpr int kSnakeOnlyRanks = 256;
+
+/// A Hamiltonian cycle of a generated grid's neighbours, as rank order
+/// (empty where this construction has none): the grid seen as rows x
+/// columns, one side being dimension 0 and the other a boustrophedon path
+/// over the remaining dimensions (consecutive entries differ by one step in
+/// one coordinate), then the classic snake over columns 1.. with the way
+/// back up column 0, which needs an even number of rows. A single
+/// dimension that is a ring is its own cycle. Seeds the ring search on tori
+/// and meshes, where few pairs have routes (docs/Algorithms.md, section 6).
+std::vector<int> gridSnakeCycle(const topo::Topology &t) {
+  const std::vector<topo::GridDim> &grid = t.grid();
+  if (grid.empty())
+    return {};
+  std::vector<int> sizes;
+  for (const topo::GridDim &d : grid)
+    sizes.push_back(d.size);
+  const int D = static_cast<int>(sizes.size());
+  std::vector<int> stride(D, 1);
+  for (int d = 1; d < D; ++d)
+    stride[d] = stride[d - 1] * sizes[d - 1];
+  // The boustrophedon path over dimensions 1..D-1, as linear offsets.
+  std::vector<int> path{0};
+  for (int d = 1; d < D; ++d) {
+    std::vector<int> next;
+    for (int v = 0; v < sizes[d]; ++v)
+      for (size_t i = 0; i < path.size(); ++i)
+        next.push_back(v * stride[d] + path[v % 2 ? path.size() - 1 - i : i]);
+    path = std::move(next);
+  }
+  const int R = static_cast<int>(path.size()), S = sizes[0];
+  std::vector<int> linear;
+  if (R == 1) {
+    if (S < 3 || !grid[0].ringRouted())
+      return {};
+    for (int x = 0; x < S; ++x)
+      linear.push_back(x);
+  } else if (S >= 2 && (R % 2 == 0 || S % 2 == 0)) {
+    // rows x cols with an even number of rows.
+    const bool rowsArePath = R % 2 == 0;
+    const int rows = rowsArePath ? R : S, cols = rowsArePath ? S : R;
+    auto at = [&](int row, int col) {
+      return rowsArePath ? path[row] + col : path[col] + row;
+    };
+    for (int row = 0; row < rows; ++row)
+      if (row == 0)
+        for (int col = 0; col < cols; ++col)
+          linear.push_back(at(row, col));
+      else if (row % 2)
+        for (int col = cols - 1; col >= 1; --col)
+          linear.push_back(at(row, col));
+      else
+        for (int col = 1; col < cols; ++col)
+          linear.push_back(at(row, col));
+    for (int row = rows - 1; row >= 1; --row)
+      linear.push_back(at(row, 0));
+  } else {
+    return {};
+  }
+  std::vector<int> order;
+  for (int i : linear)
+    order.push_back(t.gridRank(i));
+  return order;
+}
+
 struct Searcher {
   const topo::Topology &t;
   LinkModel &m;
@@ -464,7 +534,17 @@ struct Searcher {
     } else {
       std::vector<int> ident(k);
       std::iota(ident.begin(), ident.end(), 0);
-      order = g.heuristic({ident});
+      std::vector<std::vector<int>> seeds{ident};
+      // On a generated grid, all ranks: the snake through the neighbours.
+      // Every hop of it is a direct link; above kSnakeOnlyRanks the local
+      // search (about k^3 work per round) is left out.
+      bool improve = true;
+      if (group.empty())
+        if (std::vector<int> snake = gridSnakeCycle(t); !snake.empty()) {
+          seeds.push_back(std::move(snake));
+          improve = k <= kSnakeOnlyRanks;
+        }
+      order = g.heuristic(seeds, improve);
     }
     evaluated += g.evaluated;
     RingChannel rc;

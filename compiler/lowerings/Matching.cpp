@@ -21,9 +21,11 @@ namespace topocc::lowerings {
 
 namespace {
 
-/// auto prices matching up to this many ranks (the synthesis' work grows
-/// as ranks^3 x chunks^2).
-constexpr int32_t kAutoMatchingMaxRanks = 256;
+/// auto prices matching up to this many transfers (ranks x (ranks - 1) x
+/// chunks per phase; the synthesis' work grows as ranks^3 x chunks^2, and
+/// the passes with the ops): an all-gather on 1024 chips, an all-reduce on
+/// 724.
+constexpr int64_t kAutoMatchingMaxTransfers = int64_t(1) << 20;
 
 /// The direct links between ranks of `t` (a link whose two ends are GPUs),
 /// one per ordered pair with parallel links summed, each priced for a
@@ -164,10 +166,15 @@ MatchingLoweringCandidate(const AutoContext &ctx) {
     c.lines.push_back("auto: matching not applicable (" + why + ")");
     return c;
   }
-  if (ctx.topology.numRanks() > kAutoMatchingMaxRanks) {
-    c.lines.push_back(llvm::formatv("auto: matching not tried above {0} "
-                                    "ranks (synthesis time)",
-                                    kAutoMatchingMaxRanks));
+  const int64_t n = ctx.topology.numRanks();
+  const int64_t transfers =
+      (ctx.request.collective == ir::Collective::AllReduce ? 2 : 1) * n *
+      (n - 1);
+  if (transfers > kAutoMatchingMaxTransfers) {
+    c.lines.push_back(llvm::formatv(
+        "auto: matching not tried: {0} ranks need {1} transfers, more than "
+        "the {2} auto synthesizes (--algorithm matching builds it)",
+        n, transfers, kAutoMatchingMaxTransfers));
     return c;
   }
   c.request = candidateRequest(ctx.request, Algorithm::Matching);

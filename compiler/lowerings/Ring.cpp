@@ -222,8 +222,34 @@ std::unique_ptr<Lowering> makeRingLowering(const LoweringInput &in) {
   return std::make_unique<RingLowering>(in);
 }
 
+/// Ranks of a generated grid above which auto tries at most one ring
+/// channel (docs/Algorithms.md, section 6).
+constexpr int kAutoGridRingMaxRanks = 256;
+
 llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
+  // A large generated grid: one ring uses two links of each chip and every
+  // variant is a search and a compile over thousands of ranks. Where dims
+  // applies it is not tried; elsewhere one channel (the grid's snake cycle).
+  const topo::Topology &t = ctx.topology;
+  if (!t.grid().empty() && t.numRanks() > kAutoGridRingMaxRanks) {
+    const bool dims =
+        ctx.request.collective == ir::Collective::AllReduce &&
+        std::all_of(t.grid().begin(), t.grid().end(),
+                    [](const topo::GridDim &d) { return d.ringRouted(); });
+    if (dims) {
+      c.lines.push_back(llvm::formatv(
+          "auto: ring not considered on a generated grid of {0} ranks where "
+          "dims applies (a ring uses two links of each chip; --algorithm "
+          "ring builds it)",
+          t.numRanks()));
+      return c;
+    }
+    c.request = candidateRequest(ctx.request, Algorithm::Ring);
+    if (c.request->channels == 0)
+      c.request->channels = 1;
+    return c;
+  }
   c.request = candidateRequest(ctx.request, Algorithm::Ring);
   // --channels auto: the search's own count, and fixed counts beside it
   // (the runtime model prices what the search's fluid model cannot: the
