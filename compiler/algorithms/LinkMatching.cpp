@@ -26,40 +26,41 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-/// Ranks that no path of links reaches from some origin, as text; empty
-/// when every origin reaches every rank.
+/// Ranks that no path of direct links reaches from some origin, as text;
+/// empty when every origin reaches every rank.
 std::string unreachable(const BroadcastProblem &p) {
-  const int32_t n = p.numRanks;
-  std::vector<std::vector<int32_t>> out(n);
-  for (const MatchLink &l : p.links)
-    out[l.from].push_back(l.to);
   std::set<int32_t> origins(p.origin.begin(), p.origin.end());
-  for (int32_t o : origins) {
-    std::vector<bool> seen(n, false);
-    std::vector<int32_t> stack{o};
-    seen[o] = true;
-    int32_t reached = 1;
-    while (!stack.empty()) {
-      int32_t u = stack.back();
-      stack.pop_back();
-      for (int32_t v : out[u])
-        if (!seen[v]) {
-          seen[v] = true;
-          ++reached;
-          stack.push_back(v);
-        }
-    }
-    if (reached < n)
-      for (int32_t v = 0; v < n; ++v)
-        if (!seen[v])
-          return llvm::formatv("no path of direct links from rank {0} to "
-                               "rank {1}",
-                               o, v);
-  }
+  for (int32_t o : origins)
+    if (int32_t v = firstUnreachable(p.numRanks, p.links, o); v >= 0)
+      return llvm::formatv("no path of direct links from rank {0} to rank {1}",
+                           o, v);
   return "";
 }
 
 } // namespace
+
+int32_t firstUnreachable(int32_t numRanks, const std::vector<MatchLink> &links,
+                         int32_t from) {
+  std::vector<std::vector<int32_t>> out(numRanks);
+  for (const MatchLink &l : links)
+    out[l.from].push_back(l.to);
+  std::vector<bool> seen(numRanks, false);
+  std::vector<int32_t> stack{from};
+  seen[from] = true;
+  while (!stack.empty()) {
+    int32_t u = stack.back();
+    stack.pop_back();
+    for (int32_t v : out[u])
+      if (!seen[v]) {
+        seen[v] = true;
+        stack.push_back(v);
+      }
+  }
+  for (int32_t v = 0; v < numRanks; ++v)
+    if (!seen[v])
+      return v;
+  return -1;
+}
 
 int64_t matchingWork(const BroadcastProblem &p) {
   const int64_t chunks = static_cast<int64_t>(p.origin.size());

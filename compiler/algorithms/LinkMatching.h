@@ -56,6 +56,11 @@ struct BroadcastPlan {
   double finish = 0; ///< the last arrival
 };
 
+/// The first rank (in index order) that no path of `links` reaches from
+/// rank `from`; -1 when every rank is reached.
+int32_t firstUnreachable(int32_t numRanks, const std::vector<MatchLink> &links,
+                         int32_t from);
+
 /// The estimated work of matchBroadcasts on `p` (candidates examined).
 int64_t matchingWork(const BroadcastProblem &p);
 

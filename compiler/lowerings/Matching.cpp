@@ -67,35 +67,20 @@ std::string whyNotMatching(const topo::Topology &t, ir::Collective c) {
       c != ir::Collective::AllReduce)
     return "it lowers allgather, reducescatter and allreduce";
   std::vector<algorithms::MatchLink> links = directLinks(t, 1.0);
-  const int32_t n = t.numRanks();
-  // Every rank reaches every other over direct links (both ways, so that
-  // the reduce-scatter's reversed links do too).
-  std::vector<std::vector<int32_t>> adj(n);
-  for (const auto &l : links)
-    adj[l.from].push_back(l.to);
-  std::vector<bool> seen(n, false);
-  std::vector<int32_t> stack{0};
-  seen[0] = true;
-  int32_t reached = 1;
-  while (!stack.empty()) {
-    int32_t u = stack.back();
-    stack.pop_back();
-    for (int32_t v : adj[u])
-      if (!seen[v]) {
-        seen[v] = true;
-        ++reached;
-        stack.push_back(v);
-      }
-  }
   if (links.empty())
     return "no link joins two GPUs directly; it moves data over such links "
            "only";
-  if (reached < n)
-    for (int32_t r = 0; r < n; ++r)
-      if (!seen[r])
-        return llvm::formatv("no path of direct GPU links joins {0} to {1}",
-                             t.rankName(0), t.rankName(r))
-            .str();
+  // Every rank reaches every other over direct links (both ways, so that
+  // the reduce-scatter's reversed links do too).
+  const int32_t n = t.numRanks();
+  std::vector<algorithms::MatchLink> reversed = links;
+  for (algorithms::MatchLink &l : reversed)
+    std::swap(l.from, l.to);
+  for (const auto *graph : {&links, &reversed})
+    if (int32_t r = algorithms::firstUnreachable(n, *graph, 0); r >= 0)
+      return llvm::formatv("no path of direct GPU links joins {0} to {1}",
+                           t.rankName(0), t.rankName(r))
+          .str();
   return "";
 }
 
