@@ -18,10 +18,7 @@
 
 namespace topocc::lowerings {
 
-namespace {
-
-/// Why `t` has no grid the dims algorithm can use; empty when it has one.
-std::string whyNoGrid(const topo::Topology &t) {
+std::string whyNoDimsGrid(const topo::Topology &t) {
   if (t.grid().empty())
     return "the topology has no 'generate:' grid";
   for (size_t d = 0; d < t.grid().size(); ++d)
@@ -32,6 +29,8 @@ std::string whyNoGrid(const topo::Topology &t) {
           .str();
   return "";
 }
+
+namespace {
 
 /// Sub-chunks of the lanes that start with each dimension of size >= 2,
 /// `chunks` on average: the data shares that balance the links, from the
@@ -124,7 +123,7 @@ llvm::Expected<Lowered> lowerDims(const topo::Topology *t,
                                   const CompileRequest &req) {
   if (!t)
     return makeUserError("--algorithm dims needs the topology's grid");
-  if (std::string why = whyNoGrid(*t); !why.empty())
+  if (std::string why = whyNoDimsGrid(*t); !why.empty())
     return makeUserError("--algorithm dims: " + why);
   if (!req.ringOrder.empty() || req.rankOrder)
     return makeUserError("--ring applies to --algorithm ring, not dims");
@@ -188,7 +187,7 @@ std::unique_ptr<Lowering> makeDimsLowering(const LoweringInput &in) {
 
 llvm::Expected<AutoCandidate> DimsLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
-  if (std::string why = whyNoGrid(ctx.topology); !why.empty()) {
+  if (std::string why = whyNoDimsGrid(ctx.topology); !why.empty()) {
     c.lines.push_back("auto: dims not applicable (" + why + ")");
     return c;
   }

@@ -145,6 +145,10 @@ llvm::Expected<AutoCandidate> autoCandidate(Algorithm a,
 /// other than the request's own, flags "--chunks K".
 void addChunkVariants(AutoCandidate &c, llvm::ArrayRef<int32_t> chunks);
 
+/// Why `t` has no grid --algorithm dims can use (no `generate:` grid, or
+/// a dimension without a ring); empty when it has one.
+std::string whyNoDimsGrid(const topo::Topology &t);
+
 /// The ranks of each node of `t` with GPUs, by local GPU index (device
 /// declaration order inside the node).
 std::vector<std::vector<ir::RankId>> nodeRanks(const topo::Topology &t);

@@ -233,10 +233,8 @@ llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   // applies it is not tried; elsewhere one channel (the grid's snake cycle).
   const topo::Topology &t = ctx.topology;
   if (!t.grid().empty() && t.numRanks() > kAutoGridRingMaxRanks) {
-    const bool dims =
-        ctx.request.collective == ir::Collective::AllReduce &&
-        std::all_of(t.grid().begin(), t.grid().end(),
-                    [](const topo::GridDim &d) { return d.ringRouted(); });
+    const bool dims = ctx.request.collective == ir::Collective::AllReduce &&
+                      whyNoDimsGrid(t).empty();
     if (dims) {
       c.lines.push_back(llvm::formatv(
           "auto: ring not considered on a generated grid of {0} ranks where "

@@ -10,6 +10,7 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/analysis/Bound.h"
+#include "compiler/lowerings/Lowering.h"
 #include "compiler/topology/Topology.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Verifier.h"
@@ -113,6 +114,49 @@ TEST(RelayPropertyTest, SchedulesVerifyAndUseRoutedPairsOnly) {
   }
   EXPECT_GE(unroutedGraphs, 8); // most random graphs need relays
   EXPECT_GE(compiled, 12 * 9);  // trees, matching and auto always apply
+}
+
+} // namespace
+
+namespace {
+
+TEST(RelayPropertyTest, AutoTriesOneRingAtMostOnLargeGrids) {
+  // Above 256 chips a grid's ring candidate is skipped where dims applies
+  // (a torus all-reduce) and is one channel without variants elsewhere (a
+  // mesh, or another collective): no search over thousands of ranks per
+  // variant.
+  for (const char *shape : {"torus", "mesh"})
+    for (ir::Collective c :
+         {ir::Collective::AllReduce, ir::Collective::AllGather}) {
+      std::string yaml = llvm::formatv("schema: topocc/v1\nname: g\n"
+                                       "generate:\n  {0}: [16, 18]\n"
+                                       "  bandwidth: 50 GB/s\n",
+                                       shape)
+                             .str();
+      auto t = topo::parseTopology(yaml, "grid.yaml");
+      ASSERT_TRUE(bool(t)) << topocc::testing::errorMessage(t.takeError());
+      CompileRequest req;
+      req.collective = c;
+      req.algorithm = Algorithm::Auto;
+      req.channels = 0;
+      lowerings::AutoContext ctx{*t, req, false, {}};
+      auto cand = lowerings::autoCandidate(Algorithm::Ring, ctx);
+      ASSERT_TRUE(bool(cand));
+      SCOPED_TRACE(::testing::Message()
+                   << shape << " " << ir::collectiveName(c).str());
+      if (std::string(shape) == "torus" && c == ir::Collective::AllReduce) {
+        EXPECT_FALSE(cand->request.has_value());
+        ASSERT_EQ(cand->lines.size(), 1u);
+        EXPECT_EQ(cand->lines[0],
+                  "auto: ring not considered on a generated grid of 288 "
+                  "ranks where dims applies (a ring uses two links of each "
+                  "chip; --algorithm ring builds it)");
+      } else {
+        ASSERT_TRUE(cand->request.has_value());
+        EXPECT_EQ(cand->request->channels, 1);
+        EXPECT_TRUE(cand->variants.empty());
+      }
+    }
 }
 
 } // namespace
