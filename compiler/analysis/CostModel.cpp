@@ -186,6 +186,52 @@ struct FlowNet {
 
 } // namespace
 
+void LinkModel::spreadOverEqualPaths(const std::vector<int> &dag, int src,
+                                     const std::vector<int> &ds, double total,
+                                     std::vector<double> &perEdge) const {
+  if (!(total > 0))
+    return;
+  // Out-arcs per vertex (indices into dag) and the vertices by distance.
+  std::map<int, std::vector<size_t>> out;
+  for (size_t k = 0; k < dag.size(); ++k)
+    out[arcs[dag[k]].u].push_back(k);
+  bool branches = false;
+  for (const auto &[v, ks] : out)
+    branches |= ks.size() > 1;
+  if (!branches)
+    return;                               // one path: the max flow's
+  std::vector<std::pair<int, int>> order; // (distance, vertex)
+  for (const auto &[v, ks] : out)
+    order.emplace_back(ds[v], v);
+  std::sort(order.begin(), order.end());
+  std::map<int, double> inflow{{src, total}};
+  std::vector<double> spread(dag.size(), 0);
+  for (auto [d, v] : order) {
+    const double in = inflow[v];
+    if (!(in > 0))
+      continue;
+    double caps = 0;
+    for (size_t k : out[v]) {
+      const Arc &a = arcs[dag[k]];
+      caps += topo->link(a.link).effectiveCapacity(a.dir);
+    }
+    if (!(caps > 0))
+      return;
+    for (size_t k : out[v]) {
+      const Arc &a = arcs[dag[k]];
+      spread[k] = in * topo->link(a.link).effectiveCapacity(a.dir) / caps;
+      inflow[a.v] += spread[k];
+    }
+  }
+  // Keep the max flow where the even split would overload an arc.
+  for (size_t k = 0; k < dag.size(); ++k) {
+    const Arc &a = arcs[dag[k]];
+    if (spread[k] > topo->link(a.link).effectiveCapacity(a.dir) * (1 + 1e-9))
+      return;
+  }
+  perEdge = std::move(spread);
+}
+
 PathFlow LinkModel::deviceFlow(int src, int dst) const {
   PathFlow f;
   const topo::Topology &t = *topo;
@@ -320,6 +366,7 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
   std::vector<double> perEdge;
   f.bandwidth = solve(false, &perEdge);
   f.rawBandwidth = solve(true, nullptr);
+  spreadOverEqualPaths(dag, src, ds, f.bandwidth, perEdge);
   std::map<int, double> byRes;
   for (size_t k = 0; k < dag.size(); ++k) {
     if (perEdge[k] <= 0)

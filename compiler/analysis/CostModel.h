@@ -46,8 +46,13 @@ struct PathFlow {
 /// half-duplex link uses 2*link for both directions (2*link+1 stays empty).
 /// Routing: the widest route (Topology::routeDevices) fixes the link types
 /// used; the bytes then spread over every shortest path made of those types
-/// (GPUs never forward), split as a maximum flow (so NVSwitch planes, bonded
-/// ports and parallel switches all add bandwidth). Results are cached.
+/// (GPUs never forward). The maximum flow over them is the pair's bandwidth
+/// (so NVSwitch planes, bonded ports and parallel switches all add
+/// bandwidth); the bytes follow an even split in proportion to capacity at
+/// every branch of those paths, as ECMP and adaptive routing spread a
+/// switch fabric's traffic over its spines (docs/WhatIf.md, "Routes the
+/// runtime uses"), or the max flow's own paths where that split would
+/// overload a link. Results are cached.
 class LinkModel {
 public:
   explicit LinkModel(const topo::Topology &t);
@@ -91,6 +96,13 @@ private:
     std::vector<int> dist;
   };
   const std::vector<int> &hopsFrom(int root, uint32_t mask) const;
+  /// Replaces the max flow's per-arc flows `perEdge` (arcs `dag`, all on
+  /// shortest paths from `src` at distances `ds`, carrying `total`) by
+  /// the split in proportion to capacity at every vertex with several
+  /// out-arcs, unless that split overloads an arc or nothing branches.
+  void spreadOverEqualPaths(const std::vector<int> &dag, int src,
+                            const std::vector<int> &ds, double total,
+                            std::vector<double> &perEdge) const;
   const topo::RouteTree &routeTree(int src) const;
 
   /// A device flow whose source has one first arc and whose destination one

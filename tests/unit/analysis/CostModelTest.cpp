@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <map>
 #include <numeric>
 
 using namespace topocc;
@@ -216,6 +217,88 @@ nodes:
   EXPECT_NEAR(total, 2.0, 1e-12); // two hops, each fully covered
   RingBottleneck bn = ringBottleneck(ring({0, 1, 2}), m);
   EXPECT_NEAR(bn.bandwidth, 90e9, 1e-3);
+}
+
+TEST(CostModelTest, SpinesShareAFlowEvenly) {
+  // Two leaves, each on three spines; a GPU's NIC port is the bottleneck,
+  // so one spine would carry the whole max flow. The bytes spread over
+  // the spines in proportion to their links' capacity, as ECMP and
+  // adaptive routing spread them: 1 : 1 : 2.
+  topo::Topology t = parseOk(R"(schema: topocc/v1
+nodes:
+  - name: a
+    gpus: [ g ]
+    nics: [ n ]
+    links: [ { from: g, to: n, type: pcie, bandwidth: 100 GB/s } ]
+  - name: b
+    gpus: [ g ]
+    nics: [ n ]
+    links: [ { from: g, to: n, type: pcie, bandwidth: 100 GB/s } ]
+fabric:
+  switches:
+    - { name: l0, kind: ib-switch }
+    - { name: l1, kind: ib-switch }
+    - { name: s0, kind: ib-switch }
+    - { name: s1, kind: ib-switch }
+    - { name: s2, kind: ib-switch }
+  links:
+    - { from: a/n, to: l0, type: ib, bandwidth: 10 GB/s }
+    - { from: b/n, to: l1, type: ib, bandwidth: 10 GB/s }
+    - { from: l0, to: s0, type: ib, bandwidth: 10 GB/s }
+    - { from: l0, to: s1, type: ib, bandwidth: 10 GB/s }
+    - { from: l0, to: s2, type: ib, bandwidth: 10 GB/s, count: 2 }
+    - { from: l1, to: s0, type: ib, bandwidth: 10 GB/s }
+    - { from: l1, to: s1, type: ib, bandwidth: 10 GB/s }
+    - { from: l1, to: s2, type: ib, bandwidth: 10 GB/s, count: 2 }
+)");
+  LinkModel m(t);
+  const PathFlow &f = m.rankFlow(0, 1);
+  ASSERT_TRUE(f.found);
+  EXPECT_DOUBLE_EQ(f.bandwidth, 10e9);
+  std::map<std::string, double> share;
+  for (auto [r, x] : f.res)
+    share[m.resourceName(r)] = x;
+  EXPECT_NEAR(share["l0 -> s0"], 0.25, 1e-12);
+  EXPECT_NEAR(share["l0 -> s1"], 0.25, 1e-12);
+  EXPECT_NEAR(share["l0 -> s2"], 0.5, 1e-12);
+  EXPECT_NEAR(share["s2 -> l1"], 0.5, 1e-12);
+  EXPECT_NEAR(share["a/n -> l0"], 1.0, 1e-12);
+}
+
+TEST(CostModelTest, UnevenBranchesKeepTheMaxFlow) {
+  // The leaf's way up is 10 GB/s through s0 and 10 through s1, but s1's
+  // way down is 2 GB/s: an even split would overload it, so the bytes take
+  // the max flow's paths (within every link's capacity).
+  topo::Topology t = parseOk(R"(schema: topocc/v1
+nodes:
+  - name: a
+    gpus: [ g ]
+    nics: [ n ]
+    links: [ { from: g, to: n, type: pcie, bandwidth: 100 GB/s } ]
+  - name: b
+    gpus: [ g ]
+    nics: [ n ]
+    links: [ { from: g, to: n, type: pcie, bandwidth: 100 GB/s } ]
+fabric:
+  switches:
+    - { name: l0, kind: ib-switch }
+    - { name: l1, kind: ib-switch }
+    - { name: s0, kind: ib-switch }
+    - { name: s1, kind: ib-switch }
+  links:
+    - { from: a/n, to: l0, type: ib, bandwidth: 12 GB/s }
+    - { from: b/n, to: l1, type: ib, bandwidth: 12 GB/s }
+    - { from: l0, to: s0, type: ib, bandwidth: 10 GB/s }
+    - { from: l0, to: s1, type: ib, bandwidth: 10 GB/s }
+    - { from: s0, to: l1, type: ib, bandwidth: 10 GB/s }
+    - { from: s1, to: l1, type: ib, bandwidth: 2 GB/s }
+)");
+  LinkModel m(t);
+  const PathFlow &f = m.rankFlow(0, 1);
+  ASSERT_TRUE(f.found);
+  EXPECT_DOUBLE_EQ(f.bandwidth, 12e9);
+  for (auto [r, x] : f.res)
+    EXPECT_LE(x * f.bandwidth, m.capacity(r) * (1 + 1e-9)) << m.resourceName(r);
 }
 
 TEST(CostModelTest, PipelinedTimeChoosesBestChunkCount) {
