@@ -58,8 +58,10 @@ llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name) {
     return CompileRequest::TreeGraph::Physical;
   if (name == "routes")
     return CompileRequest::TreeGraph::Routes;
+  if (name == "hier")
+    return CompileRequest::TreeGraph::Hier;
   return makeUserError("unknown --tree-graph '" + name +
-                       "'; expected 'physical' or 'routes'");
+                       "'; expected 'physical', 'routes' or 'hier'");
 }
 
 llvm::StringRef algorithmName(Algorithm a) {

@@ -81,8 +81,11 @@ struct CompileRequest {
   /// (docs/Algorithms-trees.md, "Trees on the runtime's routes"): the
   /// physical links (ForestColl's graph; a tree arc's data may then take
   /// a path its ranks' messages do not) or one rate per rank pair that the
-  /// runtime's routes carry (algorithms::buildRouteGraph).
-  enum class TreeGraph { Physical, Routes };
+  /// runtime's routes carry (algorithms::buildRouteGraph), or (hier) that
+  /// graph over one node's GPUs, its trees joined across the nodes by each
+  /// GPU's message to its peers (docs/Algorithms-trees.md, "Hierarchical
+  /// trees").
+  enum class TreeGraph { Physical, Routes, Hier };
   TreeGraph treeGraph = TreeGraph::Physical;
   /// CERAR (--algorithm cerar or hier-cerar, or auto with a tolerance):
   /// components c (0: the policy's choice), relative error tolerance (0:
@@ -126,7 +129,7 @@ struct CompileRequest {
 /// coded schedules), in the wording the CLI shows.
 llvm::Error checkCompileRequest(const CompileRequest &req);
 
-/// --tree-graph: "physical" or "routes"; user error otherwise.
+/// --tree-graph: "physical", "routes" or "hier"; user error otherwise.
 llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name);
 
 /// What compile() produced.

@@ -72,7 +72,14 @@ bool mirrors(const analysis::LinkModel &m, const analysis::PathFlow &ab,
 llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
                                            analysis::LinkModel &m,
                                            const RouteGraphOptions &o) {
-  const int n = t.numRanks();
+  std::vector<int> rankOf = o.ranks;
+  if (rankOf.empty())
+    for (int r = 0; r < t.numRanks(); ++r)
+      rankOf.push_back(r);
+  const int n = static_cast<int>(rankOf.size());
+  for (int r : rankOf)
+    if (r < 0 || r >= t.numRanks())
+      return makeInternalError("buildRouteGraph: rank out of range");
   if (n < 2)
     return makeUserError(
         llvm::formatv("trees need at least 2 GPUs; the topology has {0}", n));
@@ -88,12 +95,13 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
     for (int b = 0; b < n; ++b) {
       if (a == b)
         continue;
-      flow[a][b] = analysis::runtimeRankFlow(m, net ? &*net : nullptr, a, b);
+      flow[a][b] = analysis::runtimeRankFlow(m, net ? &*net : nullptr,
+                                             rankOf[a], rankOf[b]);
       if (!flow[a][b].found || flow[a][b].res.empty())
         return makeUserError(llvm::formatv(
             "no route from {0} to {1}: trees on the runtime's routes need "
             "one between every pair of ranks",
-            t.rankName(a), t.rankName(b)));
+            t.rankName(rankOf[a]), t.rankName(rankOf[b])));
     }
   bool symmetric = true;
   for (int a = 0; a < n && symmetric; ++a)
@@ -128,6 +136,10 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
       cols.push_back(std::move(c));
     }
   out.pairs = static_cast<int>(cols.size());
+  std::map<int, double> rateLoad; // row -> load per unit of x
+  for (auto [res, share] : o.loadPerRate)
+    if (share > 0)
+      rateLoad[rowFor(res)] += share;
 
   // The cuts: every single rank and every complement of one to start.
   std::vector<Cut> cuts;
@@ -181,7 +193,7 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
     g.numVertices = n;
     for (int r = 0; r < n; ++r) {
       g.compute.push_back(r);
-      g.names.push_back(t.rankName(r));
+      g.names.push_back(t.rankName(rankOf[r]));
     }
     auto addArc = [&](int from, int to, int64_t cap) {
       analysis::BoundGraph::Arc arc;
@@ -271,6 +283,8 @@ llvm::Expected<RouteGraph> buildRouteGraph(const topo::Topology &t,
       for (int p = 0; p + 1 < numCols; ++p)
         for (auto [row, share] : cols[p].rows)
           lp.at(row, p) = share;
+      for (auto [row, share] : rateLoad)
+        lp.at(row, numCols - 1) = share;
       for (size_t i = 0; i < cuts.size(); ++i) {
         const int row = static_cast<int>(capRows.size() + i);
         int size = 0;

@@ -40,6 +40,9 @@
 
 #include "llvm/Support/Error.h"
 
+#include <utility>
+#include <vector>
+
 namespace topocc::algorithms {
 
 struct RouteGraphOptions {
@@ -53,10 +56,19 @@ struct RouteGraphOptions {
   /// model sends it; off: LinkModel's free routing over every NIC (the
   /// store-and-forward and cut-through modes).
   bool ncclNetRule = true;
+  /// The ranks the graph spans (vertex i is ranks[i]), e.g. one node's
+  /// GPUs; empty: every rank. Only their pairs' routes are loaded.
+  std::vector<int> ranks;
+  /// Other traffic that grows with the rate x: (resource, bytes/s it puts
+  /// on the resource per byte/s of x). The link rows charge it beside the
+  /// pairs' rates (the messages that join one node's trees across nodes,
+  /// which the trees' rate drives).
+  std::vector<std::pair<int, double>> loadPerRate;
 };
 
 struct RouteGraph {
-  /// Ranks only (vertex r = rank r, named as the rank), one arc per pair
+  /// Ranks only (vertex r = rank r, or RouteGraphOptions::ranks[r], named
+  /// as the rank), one arc per pair
   /// with a positive rate, capacities in quanta of quantumBytesPerSec.
   analysis::BoundGraph graph;
   double lpRate = 0;      ///< the LP's x: bytes/s per rank's shard

@@ -290,14 +290,19 @@ llvm::Error finishBoundGraph(BoundGraph &g, const topo::Topology &t) {
         return static_cast<int>(r);
     return -1;
   };
+  // Compute vertex r's name: the graph's own (a graph over some of the
+  // ranks names them), else the topology's rank r.
+  auto name = [&](int r) -> std::string {
+    const size_t v = static_cast<size_t>(g.compute[r]);
+    return v < g.names.size() ? g.names[v] : t.rankName(r);
+  };
   for (bool rev : {false, true}) {
     int r = reach(rev);
     if (r >= 0)
       return makeUserError(llvm::formatv(
           "the bound needs every GPU to reach every other: no path from {0} "
           "to {1}",
-          rev ? t.rankName(r) : t.rankName(0),
-          rev ? t.rankName(0) : t.rankName(r)));
+          rev ? name(r) : name(0), rev ? name(0) : name(r)));
   }
   return llvm::Error::success();
 }

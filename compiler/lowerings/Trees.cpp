@@ -12,8 +12,10 @@
 #include "compiler/lowerings/Lowering.h"
 
 #include "compiler/algorithms/ForestColl.h"
+#include "compiler/algorithms/NodeTrees.h"
 #include "compiler/algorithms/RouteGraph.h"
 #include "compiler/analysis/Bound.h"
+#include "compiler/analysis/NetRoutes.h"
 #include "compiler/passes/LowerTrees.h"
 #include "support/Diagnostics.h"
 
@@ -41,6 +43,45 @@ bool isSymmetric(const analysis::BoundGraph &g) {
   return true;
 }
 
+/// `local` (trees on local GPU indices) joined across `nodes`
+/// (algorithms::joinedParents): each local tree once per node, rooted at
+/// that node's copy of its root, with the same unit range.
+passes::TreeSet joinNodeTrees(const passes::TreeSet &local,
+                              const std::vector<std::vector<ir::RankId>> &nodes,
+                              int32_t numRanks) {
+  passes::TreeSet out;
+  out.unitsPerRoot = local.unitsPerRoot;
+  for (size_t b = 0; b < nodes.size(); ++b)
+    for (const passes::LoweringTree &lt : local.trees) {
+      std::vector<int> localParent;
+      for (ir::RankId p : lt.parent)
+        localParent.push_back(p == ir::kNone ? -1 : p);
+      passes::LoweringTree t;
+      t.root = nodes[b][lt.root];
+      t.firstUnit = lt.firstUnit;
+      t.units = lt.units;
+      for (int p : algorithms::joinedParents(
+               localParent, lt.root, static_cast<int>(b), nodes, numRanks))
+        t.parent.push_back(p < 0 ? ir::kNone : p);
+      out.trees.push_back(std::move(t));
+    }
+  return out;
+}
+
+/// One star per local root of a node of `size` GPUs, one unit each.
+passes::TreeSet starTrees(int32_t size) {
+  passes::TreeSet set;
+  set.unitsPerRoot = 1;
+  for (int32_t r = 0; r < size; ++r) {
+    passes::LoweringTree t;
+    t.root = r;
+    t.parent.assign(size, r);
+    t.parent[r] = ir::kNone;
+    set.trees.push_back(std::move(t));
+  }
+  return set;
+}
+
 class TreesLowering final : public Lowering {
 public:
   using Lowering::Lowering;
@@ -62,21 +103,43 @@ public:
       return makeUserError("--channels applies to the ring algorithms; "
                            "--algorithm trees gives every tree chain its own "
                            "channel");
+    const ir::Collective c = req.collective;
+    const int32_t n = topology->numRanks();
+    const bool joined = req.treeGraph == CompileRequest::TreeGraph::Hier;
+    if (joined) {
+      nodes = nodeRanks(*topology);
+      if (nodes.size() < 2)
+        return makeUserError("--tree-graph hier joins the trees of one node "
+                             "across nodes; the topology has one node with "
+                             "GPUs (use --tree-graph routes)");
+      for (const std::vector<ir::RankId> &node : nodes)
+        if (node.size() != nodes[0].size())
+          return makeUserError(llvm::formatv(
+              "--tree-graph hier needs nodes of the same size: {0} has {1} "
+              "GPUs, {2} has {3}",
+              nodeName(node[0]), node.size(), nodeName(nodes[0][0]),
+              nodes[0].size()));
+      if (nodes[0].size() < 2)
+        return makeUserError("--tree-graph hier needs at least 2 GPUs per "
+                             "node; use --algorithm ring or trees");
+      analysis::LinkModel links(*topology);
+      if (algorithms::oneSwitchLevel(links, nodes[0]))
+        return prepareStars();
+    }
     auto g = packingGraph();
     if (!g)
       return g.takeError();
+    // The trees are packed on one node's GPUs (local indices) when joined.
+    const int32_t packed = joined ? static_cast<int32_t>(nodes[0].size()) : n;
+    auto treeSet = [&](const algorithms::Forest &f,
+                       const algorithms::RoundedShares &shares) {
+      passes::TreeSet set = passes::forestTreeSet(f, packed, shares);
+      return joined ? joinNodeTrees(set, nodes, n) : set;
+    };
     algorithms::ForestOptions fo;
     fo.treesPerRoot = req.treesPerRoot.value_or(0);
-    const ir::Collective c = req.collective;
-    const int32_t n = topology->numRanks();
     passes::TreeLoweringOptions &lo = lowering;
-    lo.collective = c;
-    lo.numRanks = n;
-    lo.chunks = req.chunks;
-    lo.inplace = req.inplace;
-    lo.name = req.name;
-    lo.maxChannels = req.target.maxChannels;
-    lo.channelsMayOverflow = mayCoalesce();
+    setLoweringOptions();
     const bool oneForest = c == ir::Collective::AllReduce && isSymmetric(*g);
     // Power-of-two units per root, so that the file serves power-of-two
     // sizes (algorithms::roundTreeShares).
@@ -90,7 +153,7 @@ public:
       if (!f)
         return f.takeError();
       algorithms::RoundedShares shares = algorithms::roundTreeShares(*f, *g, ro);
-      lo.broadcast = passes::forestTreeSet(*f, n, shares);
+      lo.broadcast = treeSet(*f, shares);
       describe(*f, shares,
                oneForest ? "reduce and broadcast trees" : "broadcast trees");
       if (oneForest) {
@@ -105,14 +168,18 @@ public:
       if (!f)
         return f.takeError();
       algorithms::RoundedShares shares = algorithms::roundTreeShares(*f, *g, ro);
-      lo.reduce = passes::forestTreeSet(*f, n, shares);
+      lo.reduce = treeSet(*f, shares);
       describe(*f, shares, "reduce trees");
     }
     return llvm::Error::success();
   }
 
   llvm::Expected<Lowered> lower() override {
-    const int32_t n = lowering.numRanks;
+    // The packing's ranks: one node's when joined (a node tree carries its
+    // root's units in every node, so the joined trees' algbw is the node
+    // packing's).
+    const int32_t n = nodes.empty() ? lowering.numRanks
+                                    : static_cast<int32_t>(nodes[0].size());
     passes::TreeLoweringInfo info;
     auto lowered = passes::lowerTrees(lowering, &info);
     if (!lowered)
@@ -120,16 +187,28 @@ public:
     Lowered out;
     out.schedule = std::move(*lowered);
     // Bandwidth term only: (M/N) U/k per phase against (M/N) lambda*.
-    double algbw = n / perByte * 1e9, bound = n / boundPerByte * 1e9;
+    // Stars are not packed: no fluid value.
+    std::string fluid;
+    if (perByte > 0) {
+      double algbw = n / perByte * 1e9, bound = n / boundPerByte * 1e9;
+      fluid = llvm::formatv("; fluid packing algbw {0:F2} GB/s (the "
+                            "packing's value, not a prediction), {1:F2}% of "
+                            "the {3} {2:F2} GB/s",
+                            algbw / 1e9, 100 * algbw / bound, bound / 1e9,
+                            boundName)
+                  .str();
+    }
+    if (!nodes.empty())
+      phases.push_back(llvm::formatv("joined across {0} nodes by a tree of "
+                                     "fan-out {1} per local GPU",
+                                     nodes.size(), algorithms::kNodeFanout)
+                           .str());
     out.summary =
         llvm::formatv("{0}; {1} chains on {2} channel{3}, {4} chunk{5} per "
-                      "tree; fluid packing algbw {6:F2} GB/s (the packing's "
-                      "value, not a prediction), {7:F2}% of the {9} {8:F2} "
-                      "GB/s",
+                      "tree{6}",
                       llvm::join(phases, "; "), info.chains, info.channels,
                       info.channels == 1 ? "" : "s", req.chunks,
-                      req.chunks == 1 ? "" : "s", algbw / 1e9,
-                      100 * algbw / bound, bound / 1e9, boundName)
+                      req.chunks == 1 ? "" : "s", fluid)
             .str();
     context = llvm::formatv("--algorithm trees ({0} unit{1} per root, {2} "
                             "chains on {3} channel{4}, {5} chunk{6} per "
@@ -156,6 +235,11 @@ private:
     algorithms::RouteGraphOptions o;
     o.allGather = req.collective != ir::Collective::ReduceScatter;
     o.reduceScatter = req.collective != ir::Collective::AllGather;
+    if (req.treeGraph == CompileRequest::TreeGraph::Hier) {
+      boundName = "node route graph's bound";
+      o.ranks.assign(nodes[0].begin(), nodes[0].end());
+      o.loadPerRate = joinLoad(links);
+    }
     auto rg = algorithms::buildRouteGraph(*topology, links, o);
     if (!rg)
       return rg.takeError();
@@ -183,7 +267,68 @@ private:
                          .str());
   }
 
+  /// What the messages that join the nodes (joinNodeTrees) put on the
+  /// links per unit of the node trees' rate x: a node tree carries the
+  /// units of its local root in every node, so x is N times the rate of
+  /// one root's units, and each GPU of node 0 sends those to its N - 1
+  /// peers and receives theirs (the runtime's routes, NICs included).
+  std::vector<std::pair<int, double>> joinLoad(analysis::LinkModel &links) {
+    analysis::NcclNetRoutes net(*topology);
+    const double perRate = 1.0 / static_cast<double>(nodes.size());
+    std::vector<std::pair<int, double>> load;
+    for (size_t l = 0; l < nodes[0].size(); ++l)
+      for (size_t c = 1; c < nodes.size(); ++c)
+        for (auto [a, b] : {std::pair(nodes[0][l], nodes[c][l]),
+                            std::pair(nodes[c][l], nodes[0][l])}) {
+          analysis::PathFlow f = analysis::runtimeRankFlow(links, &net, a, b);
+          for (auto [res, share] : f.res)
+            load.emplace_back(res, share * perRate);
+        }
+    return load;
+  }
+
+  void setLoweringOptions() {
+    passes::TreeLoweringOptions &lo = lowering;
+    lo.collective = req.collective;
+    lo.numRanks = topology->numRanks();
+    lo.chunks = req.chunks;
+    lo.inplace = req.inplace;
+    lo.name = req.name;
+    lo.maxChannels = req.target.maxChannels;
+    lo.channelsMayOverflow = mayCoalesce();
+  }
+
+  /// --tree-graph hier on nodes of one switch level: a star per root in
+  /// every node, joined across the nodes; one set serves both phases.
+  llvm::Error prepareStars() {
+    if (req.treesPerRoot && *req.treesPerRoot != 1)
+      return makeUserError(llvm::formatv(
+          "--tree-graph hier on {0}: its nodes' GPUs all meet at one switch "
+          "level, where each root's tree in a node is a star (one tree per "
+          "root); --trees-per-root {1} does not apply",
+          topology->name(), *req.treesPerRoot));
+    setLoweringOptions();
+    const int32_t n = topology->numRanks();
+    passes::TreeSet set = joinNodeTrees(
+        starTrees(static_cast<int32_t>(nodes[0].size())), nodes, n);
+    if (req.collective != ir::Collective::ReduceScatter)
+      lowering.broadcast = set;
+    if (req.collective != ir::Collective::AllGather)
+      lowering.reduce = set;
+    phases.push_back(llvm::formatv("a star per root in each node ({0} GPUs "
+                                   "at one switch level)",
+                                   nodes[0].size())
+                         .str());
+    return llvm::Error::success();
+  }
+
+  std::string nodeName(ir::RankId r) const {
+    return topology->nodes()[topology->nodeOfRank(r)].name;
+  }
+
   passes::TreeLoweringOptions lowering;
+  /// --tree-graph hier: the ranks of each node by local index.
+  std::vector<std::vector<ir::RankId>> nodes;
   std::vector<std::string> phases; ///< one description per packing
   /// Sums over the phases of U/k and of lambda* (s/GB per rank's byte).
   double perByte = 0, boundPerByte = 0;
@@ -214,6 +359,37 @@ constexpr int kAutoRelayTreesMaxRanks = 256;
 /// auto packs trees on the routes' rate graph up to this many ranks: its
 /// linear program has one column per rank pair in a dense tableau.
 constexpr int kAutoRouteTreesMaxRanks = 32;
+
+/// Hierarchical trees (--tree-graph hier) across nodes of the same size,
+/// each with at least 2 GPUs: stars per node where its GPUs meet at one
+/// switch level (chunking is all there is to choose), else the node route
+/// graph's packing with k = 1, 2 and 4 (the runtime's limits on
+/// threadblocks favour small k in MSCCL XML, the plan format larger ones).
+void addHierVariants(const AutoContext &ctx, AutoCandidate &c) {
+  if (!ctx.multiNode)
+    return;
+  const std::vector<std::vector<ir::RankId>> nodes = nodeRanks(ctx.topology);
+  for (const std::vector<ir::RankId> &node : nodes)
+    if (node.size() != nodes[0].size() || node.size() < 2)
+      return;
+  analysis::LinkModel links(ctx.topology);
+  const bool stars = algorithms::oneSwitchLevel(links, nodes[0]);
+  for (int64_t k :
+       stars ? std::vector<int64_t>{0} : std::vector<int64_t>{1, 2, 4})
+    for (int32_t chunks : {1, 2}) {
+      if (!stars && chunks > 1)
+        continue; // the runtime pipelines by its slices
+      CompileRequest v = *c.request;
+      v.treeGraph = CompileRequest::TreeGraph::Hier;
+      v.chunks = chunks;
+      std::string flags = "--tree-graph hier";
+      if (k > 0) {
+        v.treesPerRoot = k;
+        flags += " --trees-per-root " + std::to_string(k);
+      }
+      c.variants.push_back({flags + " --chunks " + std::to_string(chunks), v});
+    }
+}
 
 llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
@@ -268,6 +444,7 @@ llvm::Expected<AutoCandidate> TreesLoweringCandidate(const AutoContext &ctx) {
                    .str(),
                v});
         }
+    addHierVariants(ctx, c);
   }
   return c;
 }

@@ -990,8 +990,9 @@ void registerCompileCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--tree-graph", opts->treeGraph,
                   "Trees algorithm: pack on the physical links (ForestColl's "
-                  "graph) or on one rate per rank pair that the runtime's "
-                  "routes carry (routes)")
+                  "graph), on one rate per rank pair that the runtime's "
+                  "routes carry (routes), or on that graph over one node, "
+                  "joined across nodes (hier)")
       ->capture_default_str();
   cmd->add_option("--components", opts->components,
                   "CERAR: components c (0: chosen by the policy from the "

@@ -205,6 +205,11 @@ llvm::Error runTrees(const TreesOptions &opts) {
   auto treeGraph = parseTreeGraph(opts.treeGraph);
   if (!treeGraph)
     return treeGraph.takeError();
+  if (*treeGraph == CompileRequest::TreeGraph::Hier)
+    return makeUserError("--tree-graph hier applies to compile "
+                         "(--algorithm trees); `topocc trees` packs one "
+                         "graph: use --tree-graph routes, or pass one "
+                         "node's topology");
   const bool onRoutes = *treeGraph == CompileRequest::TreeGraph::Routes;
   const llvm::StringRef boundName =
       onRoutes ? "route graph's bound" : "physical bound";
