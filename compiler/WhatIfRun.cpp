@@ -2,6 +2,7 @@
 
 #include "compiler/WhatIfRun.h"
 
+#include "backends/MscclTarget.h"
 #include "compiler/Pipeline.h"
 #include "compiler/passes/Fuse.h"
 #include "compiler/passes/LowerRing.h"
@@ -110,6 +111,20 @@ compiledAlgorithm(Algorithm algorithm, std::string description,
     }
     if (ctx.largestBytes > 0)
       req.bytes = ctx.largestBytes;
+    // The file `compile` writes by default: MSCCL XML for the topology's
+    // GPUs (their SM count, the vendor's runtime and its limits), so that a
+    // column is a schedule that runtime can load. Coded schedules (CERAR,
+    // and auto where --tolerance admits them) are plans for the topocc
+    // runtime, and a GPU model without an SM count has no such target:
+    // those keep the IR's encoding limits.
+    const bool mayCode =
+        coded || (algorithm == Algorithm::Auto && ctx.settings.tolerance > 0);
+    if (!mayCode) {
+      if (auto target = backends::mscclTargetFor(&ctx.topology, {}))
+        req.target = *target;
+      else
+        llvm::consumeError(target.takeError());
+    }
     if (tweak)
       tweak(req);
     PassLogger log;
