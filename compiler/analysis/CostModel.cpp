@@ -314,14 +314,18 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
       const InnerFlow &in = hit->second;
       f.bandwidth = in.total;
       f.rawBandwidth = in.rawTotal;
-      std::map<int, double> byRes;
-      for (auto [id, flow] : in.arcFlows)
-        byRes[resourceOf(arcs[id].link, arcs[id].dir)] += flow / f.bandwidth;
+      f.res = in.shares;
       if (in.total > 0)
-        for (int id : {firstArc, lastArc})
-          byRes[resourceOf(arcs[id].link, arcs[id].dir)] +=
-              in.total / f.bandwidth;
-      f.res.assign(byRes.begin(), byRes.end());
+        for (int id : {firstArc, lastArc}) {
+          const int res = resourceOf(arcs[id].link, arcs[id].dir);
+          auto at = std::lower_bound(f.res.begin(), f.res.end(), res,
+                                     [](const std::pair<int, double> &e,
+                                        int r) { return e.first < r; });
+          if (at != f.res.end() && at->first == res)
+            at->second += 1.0;
+          else
+            f.res.insert(at, {res, 1.0});
+        }
       return f;
     }
   }
@@ -380,9 +384,12 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
     InnerFlow in;
     in.total = f.bandwidth;
     in.rawTotal = f.rawBandwidth;
+    std::map<int, double> inner;
     for (size_t k = 0; k < dag.size(); ++k)
       if (perEdge[k] > 0 && dag[k] != firstArc && dag[k] != lastArc)
-        in.arcFlows.push_back({dag[k], perEdge[k]});
+        inner[resourceOf(arcs[dag[k]].link, arcs[dag[k]].dir)] +=
+            perEdge[k] / f.bandwidth;
+    in.shares.assign(inner.begin(), inner.end());
     innerFlows.emplace(*key, std::move(in));
   }
   return f;

@@ -122,7 +122,8 @@ private:
   };
   struct InnerFlow {
     double total = 0, rawTotal = 0;
-    std::vector<std::pair<int, double>> arcFlows;
+    /// (resource, share of total), sorted by resource.
+    std::vector<std::pair<int, double>> shares;
   };
   mutable std::unordered_map<InnerKey, InnerFlow, InnerKeyHash> innerFlows;
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -48,7 +49,13 @@ public:
   /// last. Lexicographic order is that of the segment id sequences.
   using Route = std::array<int, 3>;
 
-  const PathFlow &segment(int id) const { return segs[id].flow; }
+  /// A segment's resources that touch its first or last device.
+  const std::vector<int> &segmentEnds(int id) const { return segs[id].ends; }
+  /// Its other resources, shared by every segment with the same ones (the
+  /// switch-to-switch part of a NIC-to-NIC flow), or -1 when none.
+  int segmentInner(int id) const { return segs[id].inner; }
+  const std::vector<int> &inner(int id) const { return inners[id]; }
+  int numInners() const { return static_cast<int>(inners.size()); }
   int segmentFrom(int id) const { return segs[id].from; }
   int segmentTo(int id) const { return segs[id].to; }
   int numSegments() const { return static_cast<int>(segs.size()); }
@@ -56,9 +63,13 @@ public:
   const std::vector<Route> &all() const { return routes; }
 
 private:
+  /// Only which resources a segment uses matters here, not their shares:
+  /// a NIC-to-NIC flow through a fat tree's spines touches every spine,
+  /// and a million such pairs share a few switch-to-switch parts.
   struct Segment {
     int from = -1, to = -1;
-    PathFlow flow;
+    std::vector<int> ends;
+    int inner = -1;
   };
 
   void dedupe() {
@@ -76,7 +87,22 @@ private:
       PathFlow f = m.deviceFlow(from, to);
       if (f.found && !f.res.empty()) {
         it->second = static_cast<int>(segs.size());
-        segs.push_back({from, to, std::move(f)});
+        Segment seg{from, to, {}, -1};
+        std::vector<int> rest;
+        for (auto [res, share] : f.res) {
+          auto [a, b] = m.resourceEnds(res);
+          (a == from || b == to || a == to || b == from ? seg.ends : rest)
+              .push_back(res);
+        }
+        if (!rest.empty()) {
+          auto [at, added] =
+              innerIndex.try_emplace(rest, static_cast<int>(inners.size()));
+          if (added)
+            inners.push_back(std::move(rest));
+          seg.inner = at->second;
+        }
+        seg.ends.shrink_to_fit();
+        segs.push_back(std::move(seg));
       }
     }
     return it->second;
@@ -123,6 +149,8 @@ private:
   std::optional<NcclNetRoutes> net;
   std::unordered_map<uint64_t, int> index; ///< from << 32 | to
   std::vector<Segment> segs;
+  std::vector<std::vector<int>> inners;
+  std::map<std::vector<int>, int> innerIndex;
   std::vector<Route> routes;
   size_t distinct = 0; ///< routes[0, distinct) are sorted and distinct
 };
@@ -186,9 +214,9 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
     int small = resCap.at(r1) <= resCap.at(r2) ? r1 : r2;
     addArc(vertexOf(r1) + 1, vertexOf(r2), small);
   };
-  auto hopsAt = [&](const PathFlow &f, int device, bool sending) {
+  auto hopsAt = [&](const std::vector<int> &ends, int device, bool sending) {
     std::vector<int> out;
-    for (auto [res, share] : f.res) {
+    for (int res : ends) {
       auto [from, to] = m.resourceEnds(res);
       if ((sending ? from : to) == device)
         out.push_back(res);
@@ -204,9 +232,9 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
   auto hopsOf = [&](int seg) {
     if (!hopsKnown[seg]) {
       hopsKnown[seg] = 1;
-      const PathFlow &f = routes.segment(seg);
-      firstHops[seg] = hopsAt(f, routes.segmentFrom(seg), /*sending=*/true);
-      lastHops[seg] = hopsAt(f, routes.segmentTo(seg), /*sending=*/false);
+      const std::vector<int> &ends = routes.segmentEnds(seg);
+      firstHops[seg] = hopsAt(ends, routes.segmentFrom(seg), /*sending=*/true);
+      lastHops[seg] = hopsAt(ends, routes.segmentTo(seg), /*sending=*/false);
     }
   };
   // Joins and rank arcs already added: repeating one changes nothing (the
@@ -219,6 +247,34 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
     if (joined.insert(pairKey(r1, r2)).second)
       join(r1, r2);
   };
+  // Per inner part: its arcs and the joins of its consecutive hops, once;
+  // its resources by the device they enter and leave.
+  struct InnerHops {
+    bool done = false;
+    std::unordered_map<int, std::vector<int>> entering, leaving;
+  };
+  std::vector<InnerHops> innerAt(routes.numInners());
+  std::set<std::array<int, 3>> endJoined; // (end hop, inner, side)
+  auto addInner = [&](int in) {
+    InnerHops &h = innerAt[in];
+    if (h.done)
+      return;
+    h.done = true;
+    for (int res : routes.inner(in)) {
+      int v = vertexOf(res);
+      addArc(v, v + 1, res);
+      auto [a, b] = m.resourceEnds(res);
+      h.leaving[a].push_back(res);
+      h.entering[b].push_back(res);
+    }
+    for (auto &[device, into] : h.entering) {
+      auto out = h.leaving.find(device);
+      if (out != h.leaving.end())
+        for (int r1 : into)
+          for (int r2 : out->second)
+            joinOnce(r1, r2);
+    }
+  };
   std::map<int, int> rankOfDevice;
   for (int r = 0; r < n; ++r)
     rankOfDevice[t.rankDevice(r)] = r;
@@ -230,26 +286,39 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
     int rankB = rankOfDevice.at(routes.segmentTo(route[len - 1]));
     for (size_t i = 0; i < len; ++i) {
       const int seg = route[i];
-      const PathFlow &f = routes.segment(seg);
       int from = routes.segmentFrom(seg), to = routes.segmentTo(seg);
       hopsOf(seg);
       if (!segmentsDone[seg]) {
         segmentsDone[seg] = 1;
-        std::map<int, std::pair<std::vector<int>, std::vector<int>>> at;
-        for (auto [res, share] : f.res) {
+        // Consecutive hops of the segment meet at its inner devices. The
+        // inner part's own joins are added once per inner part; the end
+        // hops' joins with it once per (end hop, inner part).
+        const int in = routes.segmentInner(seg);
+        if (in >= 0)
+          addInner(in);
+        const std::vector<int> &ends = routes.segmentEnds(seg);
+        for (int res : ends) {
           int v = vertexOf(res);
           addArc(v, v + 1, res);
-          auto [a, b] = m.resourceEnds(res);
-          at[a].second.push_back(res); // leaves a
-          at[b].first.push_back(res);  // enters b
         }
-        for (auto &[device, inOut] : at) {
-          if (device == from || device == to)
+        for (int r1 : ends) {
+          auto [a1, b1] = m.resourceEnds(r1);
+          if (b1 == from || b1 == to)
             continue;
-          for (int r1 : inOut.first)
-            for (int r2 : inOut.second)
+          for (int r2 : ends)
+            if (m.resourceEnds(r2).first == b1)
               joinOnce(r1, r2);
         }
+        if (in >= 0)
+          for (int r : ends) {
+            auto [a, b] = m.resourceEnds(r);
+            if (b != from && b != to && endJoined.insert({r, in, 0}).second)
+              for (int r2 : innerAt[in].leaving[b])
+                joinOnce(r, r2);
+            if (a != from && a != to && endJoined.insert({r, in, 1}).second)
+              for (int r1 : innerAt[in].entering[a])
+                joinOnce(r1, r);
+          }
       }
       if (i == 0)
         for (int r : firstHops[seg])
