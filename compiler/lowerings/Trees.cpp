@@ -68,20 +68,6 @@ passes::TreeSet joinNodeTrees(const passes::TreeSet &local,
   return out;
 }
 
-/// One star per local root of a node of `size` GPUs, one unit each.
-passes::TreeSet starTrees(int32_t size) {
-  passes::TreeSet set;
-  set.unitsPerRoot = 1;
-  for (int32_t r = 0; r < size; ++r) {
-    passes::LoweringTree t;
-    t.root = r;
-    t.parent.assign(size, r);
-    t.parent[r] = ir::kNone;
-    set.trees.push_back(std::move(t));
-  }
-  return set;
-}
-
 class TreesLowering final : public Lowering {
 public:
   using Lowering::Lowering;
@@ -310,7 +296,7 @@ private:
     setLoweringOptions();
     const int32_t n = topology->numRanks();
     passes::TreeSet set = joinNodeTrees(
-        starTrees(static_cast<int32_t>(nodes[0].size())), nodes, n);
+        passes::starTreeSet(static_cast<int32_t>(nodes[0].size())), nodes, n);
     if (req.collective != ir::Collective::ReduceScatter)
       lowering.broadcast = set;
     if (req.collective != ir::Collective::AllGather)

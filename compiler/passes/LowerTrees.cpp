@@ -717,6 +717,19 @@ llvm::Expected<Schedule> lowerTrees(const TreeLoweringOptions &opts,
   return s;
 }
 
+TreeSet starTreeSet(int32_t numRanks) {
+  TreeSet set;
+  set.unitsPerRoot = 1;
+  for (RankId r = 0; r < numRanks; ++r) {
+    LoweringTree t;
+    t.root = r;
+    t.parent.assign(numRanks, r);
+    t.parent[r] = kNone;
+    set.trees.push_back(std::move(t));
+  }
+  return set;
+}
+
 TreeSet forestTreeSet(const algorithms::Forest &f, int32_t numRanks) {
   algorithms::RoundedShares own;
   own.unitsPerRoot = f.k;

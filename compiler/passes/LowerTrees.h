@@ -91,6 +91,9 @@ struct TreeLoweringInfo {
 llvm::Expected<ir::Schedule> lowerTrees(const TreeLoweringOptions &opts,
                                         TreeLoweringInfo *info = nullptr);
 
+/// One star per root (every other rank its child), one unit each.
+TreeSet starTreeSet(int32_t numRanks);
+
 /// The trees of ForestColl's forest `f` (compiler/algorithms/ForestColl.h)
 /// as the tree lowering takes them: each root's k units split in tree order
 /// into consecutive ranges of the trees' multiplicities.

@@ -219,12 +219,11 @@ nodes:
   EXPECT_NEAR(bn.bandwidth, 90e9, 1e-3);
 }
 
-TEST(CostModelTest, SpinesShareAFlowEvenly) {
-  // Two leaves, each on three spines; a GPU's NIC port is the bottleneck,
-  // so one spine would carry the whole max flow. The bytes spread over
-  // the spines in proportion to their links' capacity, as ECMP and
-  // adaptive routing spread them: 1 : 1 : 2.
-  topo::Topology t = parseOk(R"(schema: topocc/v1
+/// Two single-GPU nodes a and b, each NIC on its own leaf (l0, l1) at
+/// `port`, and `spines` (YAML link lines between the leaves and the
+/// spines s0, s1, ...).
+std::string twoLeaves(const char *port, int numSpines, const char *spines) {
+  std::string s = R"(schema: topocc/v1
 nodes:
   - name: a
     gpus: [ g ]
@@ -238,19 +237,30 @@ fabric:
   switches:
     - { name: l0, kind: ib-switch }
     - { name: l1, kind: ib-switch }
-    - { name: s0, kind: ib-switch }
-    - { name: s1, kind: ib-switch }
-    - { name: s2, kind: ib-switch }
-  links:
-    - { from: a/n, to: l0, type: ib, bandwidth: 10 GB/s }
-    - { from: b/n, to: l1, type: ib, bandwidth: 10 GB/s }
+)";
+  for (int i = 0; i < numSpines; ++i)
+    s += "    - { name: s" + std::to_string(i) + ", kind: ib-switch }\n";
+  s += "  links:\n";
+  s += std::string("    - { from: a/n, to: l0, type: ib, bandwidth: ") + port +
+       " }\n";
+  s += std::string("    - { from: b/n, to: l1, type: ib, bandwidth: ") + port +
+       " }\n";
+  return s + spines;
+}
+
+TEST(CostModelTest, SpinesShareAFlowEvenly) {
+  // Two leaves, each on three spines; a GPU's NIC port is the bottleneck,
+  // so one spine would carry the whole max flow. The bytes spread over
+  // the spines in proportion to their links' capacity, as ECMP and
+  // adaptive routing spread them: 1 : 1 : 2.
+  topo::Topology t = parseOk(twoLeaves("10 GB/s", 3, R"(
     - { from: l0, to: s0, type: ib, bandwidth: 10 GB/s }
     - { from: l0, to: s1, type: ib, bandwidth: 10 GB/s }
     - { from: l0, to: s2, type: ib, bandwidth: 10 GB/s, count: 2 }
     - { from: l1, to: s0, type: ib, bandwidth: 10 GB/s }
     - { from: l1, to: s1, type: ib, bandwidth: 10 GB/s }
     - { from: l1, to: s2, type: ib, bandwidth: 10 GB/s, count: 2 }
-)");
+)"));
   LinkModel m(t);
   const PathFlow &f = m.rankFlow(0, 1);
   ASSERT_TRUE(f.found);
@@ -269,30 +279,12 @@ TEST(CostModelTest, UnevenBranchesKeepTheMaxFlow) {
   // The leaf's way up is 10 GB/s through s0 and 10 through s1, but s1's
   // way down is 2 GB/s: an even split would overload it, so the bytes take
   // the max flow's paths (within every link's capacity).
-  topo::Topology t = parseOk(R"(schema: topocc/v1
-nodes:
-  - name: a
-    gpus: [ g ]
-    nics: [ n ]
-    links: [ { from: g, to: n, type: pcie, bandwidth: 100 GB/s } ]
-  - name: b
-    gpus: [ g ]
-    nics: [ n ]
-    links: [ { from: g, to: n, type: pcie, bandwidth: 100 GB/s } ]
-fabric:
-  switches:
-    - { name: l0, kind: ib-switch }
-    - { name: l1, kind: ib-switch }
-    - { name: s0, kind: ib-switch }
-    - { name: s1, kind: ib-switch }
-  links:
-    - { from: a/n, to: l0, type: ib, bandwidth: 12 GB/s }
-    - { from: b/n, to: l1, type: ib, bandwidth: 12 GB/s }
+  topo::Topology t = parseOk(twoLeaves("12 GB/s", 2, R"(
     - { from: l0, to: s0, type: ib, bandwidth: 10 GB/s }
     - { from: l0, to: s1, type: ib, bandwidth: 10 GB/s }
     - { from: s0, to: l1, type: ib, bandwidth: 10 GB/s }
     - { from: s1, to: l1, type: ib, bandwidth: 2 GB/s }
-)");
+)"));
   LinkModel m(t);
   const PathFlow &f = m.rankFlow(0, 1);
   ASSERT_TRUE(f.found);

@@ -59,20 +59,6 @@ double compiledTime(const topo::Topology &t, ir::Collective c,
   return simulate(t, plan->schedule, bytes);
 }
 
-/// One star per root (every other rank its child), one unit each.
-passes::TreeSet stars(int n) {
-  passes::TreeSet set;
-  set.unitsPerRoot = 1;
-  for (int r = 0; r < n; ++r) {
-    passes::LoweringTree tree;
-    tree.root = r;
-    tree.parent.assign(n, r);
-    tree.parent[r] = ir::kNone;
-    set.trees.push_back(tree);
-  }
-  return set;
-}
-
 TEST(TreesValidationTest, TreesWithEnoughChunksReachTheCutBound) {
   auto t = topo::parseTopology(kMesh4, "mesh4.yaml");
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
@@ -89,9 +75,9 @@ TEST(TreesValidationTest, TreesWithEnoughChunksReachTheCutBound) {
     o.numRanks = 4;
     o.chunks = 16;
     if (c != ir::Collective::ReduceScatter)
-      o.broadcast = stars(4);
+      o.broadcast = passes::starTreeSet(4);
     if (c != ir::Collective::AllGather)
-      o.reduce = stars(4);
+      o.reduce = passes::starTreeSet(4);
     auto lowered = passes::lowerTrees(o);
     ASSERT_TRUE(bool(lowered)) << llvm::toString(lowered.takeError());
     double trees = simulate(*t, *lowered, S);
