@@ -43,6 +43,26 @@ bool isSymmetric(const analysis::BoundGraph &g) {
   return true;
 }
 
+/// Why `t`, whose nodes' ranks are `nodes`, has no hierarchical trees
+/// (worded to follow "--tree-graph hier "); empty when it has.
+std::string whyNoHierTrees(const topo::Topology &t,
+                           const std::vector<std::vector<ir::RankId>> &nodes) {
+  auto nodeName = [&](ir::RankId r) { return t.nodes()[t.nodeOfRank(r)].name; };
+  if (nodes.size() < 2)
+    return "joins the trees of one node across nodes; the topology has one "
+           "node with GPUs (use --tree-graph routes)";
+  for (const std::vector<ir::RankId> &node : nodes)
+    if (node.size() != nodes[0].size())
+      return llvm::formatv("needs nodes of the same size: {0} has {1} GPUs, "
+                           "{2} has {3}",
+                           nodeName(node[0]), node.size(),
+                           nodeName(nodes[0][0]), nodes[0].size())
+          .str();
+  if (nodes[0].size() < 2)
+    return "needs at least 2 GPUs per node; use --algorithm ring or trees";
+  return "";
+}
+
 /// `local` (trees on local GPU indices) joined across `nodes`
 /// (algorithms::joinedParents): each local tree once per node, rooted at
 /// that node's copy of its root, with the same unit range.
@@ -94,20 +114,8 @@ public:
     const bool joined = req.treeGraph == CompileRequest::TreeGraph::Hier;
     if (joined) {
       nodes = nodeRanks(*topology);
-      if (nodes.size() < 2)
-        return makeUserError("--tree-graph hier joins the trees of one node "
-                             "across nodes; the topology has one node with "
-                             "GPUs (use --tree-graph routes)");
-      for (const std::vector<ir::RankId> &node : nodes)
-        if (node.size() != nodes[0].size())
-          return makeUserError(llvm::formatv(
-              "--tree-graph hier needs nodes of the same size: {0} has {1} "
-              "GPUs, {2} has {3}",
-              nodeName(node[0]), node.size(), nodeName(nodes[0][0]),
-              nodes[0].size()));
-      if (nodes[0].size() < 2)
-        return makeUserError("--tree-graph hier needs at least 2 GPUs per "
-                             "node; use --algorithm ring or trees");
+      if (std::string why = whyNoHierTrees(*topology, nodes); !why.empty())
+        return makeUserError("--tree-graph hier " + why);
       analysis::LinkModel links(*topology);
       if (algorithms::oneSwitchLevel(links, nodes[0]))
         return prepareStars();
@@ -308,10 +316,6 @@ private:
     return llvm::Error::success();
   }
 
-  std::string nodeName(ir::RankId r) const {
-    return topology->nodes()[topology->nodeOfRank(r)].name;
-  }
-
   passes::TreeLoweringOptions lowering;
   /// --tree-graph hier: the ranks of each node by local index.
   std::vector<std::vector<ir::RankId>> nodes;
@@ -352,12 +356,9 @@ constexpr int kAutoRouteTreesMaxRanks = 32;
 /// graph's packing with k = 1, 2 and 4 (the runtime's limits on
 /// threadblocks favour small k in MSCCL XML, the plan format larger ones).
 void addHierVariants(const AutoContext &ctx, AutoCandidate &c) {
-  if (!ctx.multiNode)
-    return;
   const std::vector<std::vector<ir::RankId>> nodes = nodeRanks(ctx.topology);
-  for (const std::vector<ir::RankId> &node : nodes)
-    if (node.size() != nodes[0].size() || node.size() < 2)
-      return;
+  if (!whyNoHierTrees(ctx.topology, nodes).empty())
+    return;
   analysis::LinkModel links(ctx.topology);
   const bool stars = algorithms::oneSwitchLevel(links, nodes[0]);
   for (int64_t k :
