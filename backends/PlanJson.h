@@ -74,10 +74,16 @@ uint64_t planContentHash(const ir::Schedule &s);
 /// "0x" followed by 16 lower-case hex digits.
 std::string formatHash(uint64_t h);
 
+/// How planToJson checks its schedule: verifyPlanSchedule, or, for an exact
+/// schedule (errorBound 0) that compile() has just verified as it is
+/// (CompileResult::verified), not a second time.
+enum class PlanCheck { Verify, VerifiedByCompile };
+
 /// The plan as JSON text (deterministic, ends with a newline).
 /// REQUIRES: `s` passes ir::verifySchedule (else an error, nothing written).
 llvm::Expected<std::string> planToJson(const ir::Schedule &s,
-                                       const PlanMeta &meta);
+                                       const PlanMeta &meta,
+                                       PlanCheck check = PlanCheck::Verify);
 
 /// Parses and validates plan text; `fileName` prefixes every diagnostic
 /// ("FILE: JSON.PATH: message").

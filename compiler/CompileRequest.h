@@ -115,7 +115,7 @@ struct CompileRequest {
   /// was priced by the cost model in the end. No library topology (at most
   /// 128 ranks) reaches the default.
   int64_t autoMaxVariantOps = int64_t(1) << 21;
-  bool verifyEach = false; ///< verify after every pass, not only twice
+  bool verifyEach = false; ///< verify after every stage, not only the end
   /// False only for auto's candidates, which are priced and then dropped:
   /// the winner is compiled again with this set, so every schedule that
   /// leaves compile() is verified (twice: after lowering and at the end).
@@ -134,7 +134,10 @@ llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name);
 
 /// What compile() produced.
 struct CompileResult {
-  ir::Schedule schedule; ///< stage Legalized, verified
+  ir::Schedule schedule; ///< stage Legalized
+  /// The pipeline verified `schedule` as it is (CompileRequest::verify):
+  /// backends::PlanCheck::VerifiedByCompile.
+  bool verified = false;
   Algorithm algorithm = Algorithm::Ring; ///< never Auto: the one chosen
   /// Ring algorithm: the rings lowered, one per requested channel (before
   /// split-channels), with their NIC hops when the search chose them.

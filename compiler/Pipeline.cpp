@@ -60,13 +60,18 @@ llvm::Error timed(PassLogger &log, llvm::StringRef name, Step step) {
   return err;
 }
 
+/// How a pass's result is checked: not at all, verified, or verified with
+/// a copy of its input kept for the report.
+enum class Check { None, Verify, VerifyKeepInput };
+
 /// Runs table pass `pass` on `s`: times it, logs the IR, and verifies the
-/// result when `verify` (keeping a copy of the input for the report).
+/// result as `check` says.
 llvm::Error runPass(const PassInfo &pass, Schedule &s, PassLogger &log,
-                    bool verify, const PassOptions &options,
+                    Check check, const PassOptions &options,
                     const ir::VerifyOptions &vopts = {}) {
+  const bool verify = check != Check::None;
   std::optional<Schedule> before;
-  if (verify)
+  if (check == Check::VerifyKeepInput)
     before = s;
   if (llvm::Error err =
           timed(log, pass.name, [&] { return pass.run(s, options); }))
@@ -78,7 +83,7 @@ llvm::Error runPass(const PassInfo &pass, Schedule &s, PassLogger &log,
   return llvm::Error::success();
 }
 
-/// One compile() call: the schedule between its stages, and what the
+/// One compileStages() call: the schedule between its stages, and what the
 /// algorithm's lowering asks of the passes after it.
 class Compilation {
 public:
@@ -97,8 +102,9 @@ public:
     return timed(log, step, [&] { return lowering.prepare(); });
   }
 
-  /// The lowering itself, always verified: a lowering bug must be caught
-  /// where it is made, with its IR.
+  /// The lowering itself, verified with verifyEach (a verified compile
+  /// that fails its final check is compiled again so, to name the stage
+  /// that broke it: compileOn).
   llvm::Error lower() {
     vopts = lowering.verifyOptions();
     options.coalesce = lowering.mayCoalesce();
@@ -113,22 +119,29 @@ public:
         }))
       return err;
     log.afterPass(name, s);
-    if (!req.verify)
+    if (!req.verify || !req.verifyEach)
       return llvm::Error::success();
-    // Too large to verify is the request's limit, not a lowering bug.
-    if (int64_t slots = ir::verifiedSlots(s); slots > ir::kMaxVerifiedSlots)
-      return makeUserError(llvm::formatv(
-          "{0} ({1} ranks) would hold {2} buffer chunks over all ranks, more "
-          "than the {3} the verifier checks; use fewer --chunks or channels",
-          name, s.numRanks, slots, ir::kMaxVerifiedSlots));
+    if (llvm::Error err = verifiable(name))
+      return err;
     if (llvm::Error problems = ir::verifySchedule(s, vopts))
       return passBroke(name, std::nullopt, s, std::move(problems));
     return llvm::Error::success();
   }
 
+  /// Too large to verify is the request's limit, not a bug: a user error
+  /// before the verifier would report it. `after`: the stage that made `s`.
+  llvm::Error verifiable(llvm::StringRef after) const {
+    if (int64_t slots = ir::verifiedSlots(s); slots > ir::kMaxVerifiedSlots)
+      return makeUserError(llvm::formatv(
+          "{0} ({1} ranks) would hold {2} buffer chunks over all ranks, more "
+          "than the {3} the verifier checks; use fewer --chunks or channels",
+          after, s.numRanks, slots, ir::kMaxVerifiedSlots));
+    return llvm::Error::success();
+  }
+
   /// A pass of the table; its user errors say what the lowering chose.
-  llvm::Error run(PassId id, bool verify) {
-    llvm::Error err = runPass(passInfo(id), s, log, verify, options, vopts);
+  llvm::Error run(PassId id, Check check) {
+    llvm::Error err = runPass(passInfo(id), s, log, check, options, vopts);
     if (!err || err.isA<InternalError>())
       return err;
     std::string context = lowering.errorContext();
@@ -143,6 +156,7 @@ public:
     if (llvm::Error err = lowering.finish(s, result))
       return err;
     result.schedule = std::move(s);
+    result.verified = req.verify;
     result.algorithm = req.algorithm;
     result.rings = std::move(lowered.rings);
     result.searched = std::move(lowered.searched);
@@ -169,10 +183,10 @@ private:
   passes::ThreadblockInfo threadblocks;
 };
 
-llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
-                                        int32_t numRanks,
-                                        const CompileRequest &req,
-                                        PassLogger &log) {
+llvm::Expected<CompileResult> compileStages(const topo::Topology *t,
+                                            int32_t numRanks,
+                                            const CompileRequest &req,
+                                            PassLogger &log) {
   if (llvm::Error err = checkCompileRequest(req))
     return err;
   // auto is a choice among the others, each compiled by this function.
@@ -180,7 +194,8 @@ llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
     return selectAlgorithm(t, req, log);
   auto lowering = lowerings::makeLowering(req.algorithm, {t, numRanks, &req});
   Compilation c(req, *lowering, log);
-  const bool each = req.verifyEach && req.verify;
+  const Check each =
+      req.verifyEach && req.verify ? Check::VerifyKeepInput : Check::None;
 
   // The algorithm's structure: the trees' packing, the CERAR code.
   if (llvm::Error err = c.prepare())
@@ -202,12 +217,45 @@ llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
   // threadblock and step limits.
   if (llvm::Error err = c.run(PassId::AssignThreadblocks, each))
     return err;
-  // MSCCL steps carry one dependency; the rest become nops. Always
-  // verified: it is cheap, and this schedule is the product.
-  if (llvm::Error err = c.run(PassId::LegalizeDependencies, req.verify))
+  // MSCCL steps carry one dependency; the rest become nops. Verified:
+  // this schedule is the product.
+  if (req.verify)
+    if (llvm::Error err =
+            c.verifiable(passInfo(PassId::AssignThreadblocks).name))
+      return err;
+  if (llvm::Error err = c.run(PassId::LegalizeDependencies,
+                              !req.verify           ? Check::None
+                              : each != Check::None ? Check::VerifyKeepInput
+                                                    : Check::Verify))
     return err;
   // A coded schedule must still implement its code after every pass.
   return c.finish();
+}
+
+/// compileStages, verified once at the end (verifying the lowering's
+/// larger, unfused schedule as well took most of a 1024-rank compile).
+/// When that check finds a bug, the request is compiled again verified
+/// after every stage, so that the error names the stage that made it, with
+/// its IR; the same request gives the same schedules.
+llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
+                                        int32_t numRanks,
+                                        const CompileRequest &req,
+                                        PassLogger &log) {
+  auto result = compileStages(t, numRanks, req, log);
+  if (result || !req.verify || req.verifyEach ||
+      req.algorithm == Algorithm::Auto)
+    return result;
+  llvm::Error err = result.takeError();
+  if (!err.isA<InternalError>())
+    return err;
+  CompileRequest each = req;
+  each.verifyEach = true;
+  PassLogger quiet;
+  auto located = compileStages(t, numRanks, each, quiet);
+  if (located)
+    return err; // not reproduced: the first report stands
+  llvm::consumeError(std::move(err));
+  return located.takeError();
 }
 
 } // namespace
@@ -248,7 +296,8 @@ llvm::Expected<Schedule> runSinglePass(llvm::StringRef name, Schedule s,
     return err;
   PassOptions options;
   options.target = req.target;
-  if (llvm::Error err = runPass(**pass, s, log, /*verify=*/true, options))
+  if (llvm::Error err =
+          runPass(**pass, s, log, Check::VerifyKeepInput, options))
     return err;
   return s;
 }

@@ -5,7 +5,8 @@
 // algorithm's lowering (compiler/lowerings/, chosen from
 // compiler/Algorithms.def, or --algorithm auto's choice among them,
 // compiler/SelectAlgorithm.h), then the shared passes of
-// compiler/Passes.def, with the verifier after lowering and at the end.
+// compiler/Passes.def, with the verifier at the end (after every stage with
+// verifyEach, and when the final check fails).
 // runSinglePass(): one named pass on a parsed schedule (--run-pass).
 // Both are reentrant: calls with their own request and logger may run on
 // several threads at once.
@@ -25,10 +26,12 @@
 
 namespace topocc {
 
-/// Lowers, optimizes, assigns and legalizes; verifies after lowering and at
-/// the end (and after every pass with verifyEach). User errors for bad
-/// requests and limits; an internal error (with the IR before and after)
-/// when a pass produces a schedule the verifier rejects. Without a topology
+/// Lowers, optimizes, assigns and legalizes; verifies the result (and
+/// every stage's with verifyEach). User errors for bad requests and limits;
+/// an internal error (with the IR before and after) when a stage produces
+/// a schedule the verifier rejects: when the final check fails, the
+/// request is compiled again with every stage verified to name the first
+/// one that broke it. Without a topology
 /// the ring is req.ringOrder or rank order, and the algorithms that need
 /// the topology (hier-ring, trees, cerar, hier-cerar, auto, --channels
 /// auto) are user errors.

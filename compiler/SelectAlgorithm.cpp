@@ -5,8 +5,8 @@
 #include "backends/ServedSizes.h"
 #include "compiler/Pipeline.h"
 #include "compiler/analysis/ComputeModel.h"
-#include "compiler/analysis/CostModel.h"
 #include "compiler/lowerings/Lowering.h"
+#include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 #include "support/Progress.h"
 
@@ -18,14 +18,6 @@
 namespace topocc {
 
 namespace {
-
-/// Beyond this many ops a candidate is priced by the cost model.
-constexpr size_t kAutoSimulateOps = 200000;
-
-struct Price {
-  double time;
-  const char *by;
-};
 
 /// The ops of every rank.
 int64_t opCount(const ir::Schedule &s) {
@@ -42,25 +34,34 @@ std::string opsText(int64_t ops) {
   return std::to_string(ops);
 }
 
-/// The predicted time of a candidate's final schedule: the simulator in the
-/// runtime model (Prediction.h: the number compile prints) unless the
-/// request names a mode (whatif's auto column). It sees what the cost model
-/// cannot: trees that share a link do not each get their fluid share of it,
-/// and every threadblock and loop iteration costs its time.
-llvm::Expected<Price> price(const topo::Topology &t, const CompileRequest &req,
-                            analysis::LinkModel &m, const ir::Schedule &s) {
-  if (!req.autoSimMode && opCount(s) > int64_t(kAutoSimulateOps)) {
-    auto cost = analysis::estimateSchedule(s, m, req.bytes);
-    if (!cost)
-      return cost.takeError();
-    return Price{cost->time, "cost model"};
-  }
-  auto time = analysis::simulateTime(
+/// The predicted time of a candidate's final schedule, whatever its size:
+/// the simulator in the runtime model (Prediction.h: the number compile
+/// prints) unless the request names a mode (whatif's auto column). It sees
+/// what the cost model cannot: trees that share a link do not each get
+/// their fluid share of it, stages that do not overlap, and every
+/// threadblock and loop iteration's time. (Above 200 000 ops auto once
+/// priced by the cost model, which rated the 1024-chip torus's dims
+/// variants alike and kept one the simulator puts at 50% of the bound.)
+llvm::Expected<double> price(const topo::Topology &t, const CompileRequest &req,
+                             const ir::Schedule &s) {
+  return analysis::simulateTime(
       t, s, req.bytes, req.autoSimMode.value_or(analysis::SimMode::Runtime),
       req.autoReduceBandwidth);
-  if (!time)
-    return time.takeError();
-  return Price{*time, "simulated"};
+}
+
+/// With req.verify: why the verifier could not check `s` (the winner is
+/// compiled again, verified), so auto must not choose it; empty when it
+/// can.
+std::string notVerifiable(const CompileRequest &req, const ir::Schedule &s) {
+  if (!req.verify)
+    return "";
+  const int64_t slots = ir::verifiedSlots(s);
+  if (slots <= ir::kMaxVerifiedSlots)
+    return "";
+  return llvm::formatv("skipped: it holds {0} buffer chunks over all ranks, "
+                       "more than the {1} the verifier checks",
+                       slots, ir::kMaxVerifiedSlots)
+      .str();
 }
 
 /// A candidate replaces the best so far only when it is faster by more
@@ -98,6 +99,13 @@ std::string notServed(const CompileRequest &req, const ir::Schedule &s) {
       .str();
 }
 
+/// Why auto must not choose `s`: notServed, then notVerifiable; empty when
+/// it may.
+std::string whyNot(const CompileRequest &req, const ir::Schedule &s) {
+  std::string why = notServed(req, s);
+  return why.empty() ? notVerifiable(req, s) : why;
+}
+
 } // namespace
 
 llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
@@ -106,7 +114,6 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   if (!t)
     return makeUserError("--algorithm auto compares the algorithms on the "
                          "topology; give one");
-  analysis::LinkModel m(*t);
   lowerings::AutoContext ctx{*t, req, lowerings::nodeRanks(*t).size() >= 2,
                              {}};
   std::vector<std::string> lines;
@@ -151,17 +158,18 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       lines.push_back(std::move(*line));
       // Its variants may still apply (fewer chunks, other channel counts).
     } else {
-      std::string skip = notServed(req, result->schedule);
-      auto cost = price(*t, req, m, result->schedule);
+      std::string skip = whyNot(req, result->schedule);
+      auto cost = price(*t, req, result->schedule);
       if (!cost)
         return cost.takeError();
-      algoBest = cost->time;
-      lines.push_back(llvm::formatv("auto: {0} predicted {1:F3} us ({2}){3}",
-                                    algorithmName(a), cost->time * 1e6,
-                                    cost->by, skip.empty() ? "" : "; " + skip)
-                          .str());
-      if (skip.empty() && faster(cost->time, bestTime)) {
-        bestTime = cost->time;
+      algoBest = *cost;
+      lines.push_back(
+          llvm::formatv("auto: {0} predicted {1:F3} us (simulated){2}",
+                        algorithmName(a), *cost * 1e6,
+                        skip.empty() ? "" : "; " + skip)
+              .str());
+      if (skip.empty() && faster(*cost, bestTime)) {
+        bestTime = *cost;
         best = std::move(*result);
         bestRequest = std::move(sub);
         bestFlags.clear();
@@ -194,18 +202,18 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
         lines.push_back(std::move(*line));
         continue;
       }
-      std::string vskip = notServed(req, v->schedule);
-      auto vc = price(*t, req, m, v->schedule);
+      std::string vskip = whyNot(req, v->schedule);
+      auto vc = price(*t, req, v->schedule);
       if (!vc)
         return vc.takeError();
-      algoBest = std::min(algoBest, vc->time);
+      algoBest = std::min(algoBest, *vc);
       lines.push_back(llvm::formatv("auto: {0} {1} predicted {2:F3} us "
-                                    "({3}){4}",
-                                    algorithmName(a), flags, vc->time * 1e6,
-                                    vc->by, vskip.empty() ? "" : "; " + vskip)
+                                    "(simulated){3}",
+                                    algorithmName(a), flags, *vc * 1e6,
+                                    vskip.empty() ? "" : "; " + vskip)
                           .str());
-      if (vskip.empty() && faster(vc->time, bestTime)) {
-        bestTime = vc->time;
+      if (vskip.empty() && faster(*vc, bestTime)) {
+        bestTime = *vc;
         best = std::move(*v);
         bestRequest = variant;
         bestFlags = flags;

@@ -13,9 +13,11 @@
 
 #include "ir/CombinedGraph.h"
 #include "ir/PrinterUtil.h"
+#include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -172,6 +174,9 @@ namespace {
 
 SymValue undefined() { return SymValue{}; }
 
+/// A value with terms of chunks outside the executed batch.
+SymValue opaque() { return SymValue{{}, false, true}; }
+
 SymValue inputChunk(RankId r, int32_t c) {
   return SymValue{{Term{r, c, 1.0}}, false};
 }
@@ -180,6 +185,8 @@ SymValue inputChunk(RankId r, int32_t c) {
 SymValue combine(double a, const SymValue &x, double b, const SymValue &y) {
   if ((a != 0.0 && x.isUndefined) || (b != 0.0 && y.isUndefined))
     return undefined();
+  if ((a != 0.0 && x.isOpaque) || (b != 0.0 && y.isOpaque))
+    return opaque();
   // x + 0*y and 0*x + y keep x's (y's) shared terms.
   if (b == 0.0 && a == 1.0)
     return x;
@@ -237,20 +244,29 @@ SharedTerms inputTerms(const SymValue &v, RankId numRanks) {
 class Executor {
 public:
   explicit Executor(const Schedule &s,
-                    std::vector<RoundingEvent> *events = nullptr)
-      : s(s), events(events) {}
-  llvm::Expected<SymbolicResult> run();
+                    std::vector<RoundingEvent> *events = nullptr,
+                    ChunkBatch batch = {})
+      : s(s), events(events), batch(batch) {}
+  /// In `order` of `g` (both null: computed here); with `next`, that batch
+  /// (the slots of an earlier run are cleared first).
+  llvm::Expected<SymbolicResult>
+  run(const CombinedGraph *g = nullptr,
+      const std::vector<uint32_t> *order = nullptr,
+      std::optional<ChunkBatch> next = std::nullopt);
 
 private:
   const Schedule &s;
   /// Rounding events (executeWithRounding), or null.
   std::vector<RoundingEvent> *events;
+  ChunkBatch batch; ///< input chunks whose terms are tracked
   SlotIndex index{s};
   /// By SlotIndex; slots outside it (malformed operands) in `overflow`.
   std::vector<SymValue> slots =
       std::vector<SymValue>(static_cast<size_t>(index.numSlots()));
   llvm::DenseMap<uint64_t, SymValue> overflow;
-  llvm::DenseMap<MsgId, std::vector<SymValue>> messages;
+  /// A ref's values: one for most ops, without a heap allocation.
+  using Values = llvm::SmallVector<SymValue, 1>;
+  llvm::DenseMap<MsgId, Values> messages;
 
   SymValue read(RankId r, BufferKind b, int64_t chunk) const {
     CanonicalSlot c = canonicalSlot(s, r, b, chunk);
@@ -266,13 +282,13 @@ private:
     else
       overflow[slotKey(r, c)] = std::move(v);
   }
-  std::vector<SymValue> readRef(RankId r, const BufferRef &ref) const {
-    std::vector<SymValue> vals;
+  Values readRef(RankId r, const BufferRef &ref) const {
+    Values vals;
     for (int32_t i = 0; i < ref.count; ++i)
       vals.push_back(read(r, ref.buffer, int64_t(ref.chunk) + i));
     return vals;
   }
-  void writeRef(RankId r, const BufferRef &ref, std::vector<SymValue> vals) {
+  void writeRef(RankId r, const BufferRef &ref, Values vals) {
     for (int32_t i = 0; i < ref.count; ++i)
       write(r, ref.buffer, int64_t(ref.chunk) + i,
             i < int32_t(vals.size()) ? std::move(vals[i]) : undefined());
@@ -323,7 +339,7 @@ Executor::rounded(SymValue v,
 
 llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
   unsigned f = opFlags(op.kind);
-  std::vector<SymValue> result;
+  Values result;
   if (f & OF_RV) {
     auto it = messages.find(op.recvMsg);
     if (it == messages.end())
@@ -331,12 +347,12 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
                                llvm::Twine(id) + " receives message " +
                                llvm::Twine(op.recvMsg) +
                                ", which was never sent");
-    std::vector<SymValue> msg = std::move(it->second);
+    Values msg = std::move(it->second);
     messages.erase(it);
     int32_t n = op.wireCount();
     msg.resize(std::max<size_t>(msg.size(), std::max(0, n)), undefined());
     if (f & OF_RE) {
-      std::vector<SymValue> local = readRef(r, op.src);
+      Values local = readRef(r, op.src);
       for (int32_t i = 0; i < n; ++i) {
         SymValue l = i < int32_t(local.size()) ? local[i] : undefined();
         result.push_back(
@@ -363,7 +379,7 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
     writeRef(r, op.dst, readRef(r, op.src));
     break;
   case OpKind::Reduce: {
-    std::vector<SymValue> d = readRef(r, op.dst), v = readRef(r, op.src);
+    Values d = readRef(r, op.dst), v = readRef(r, op.src);
     for (size_t i = 0; i < d.size(); ++i) {
       SymValue y = i < v.size() ? v[i] : undefined();
       d[i] = rounded(combine(1.0, d[i], 1.0, y), {{1.0, &d[i]}, {1.0, &y}});
@@ -372,11 +388,11 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
     break;
   }
   case OpKind::LinComb: {
-    std::vector<SymValue> acc(std::max(0, op.dst.count), SymValue{{}, false});
-    std::vector<std::vector<SymValue>> srcs;
+    Values acc(std::max(0, op.dst.count), SymValue{{}, false});
+    std::vector<Values> srcs;
     for (const LinTerm &t : op.terms) {
       srcs.push_back(readRef(r, t.src));
-      std::vector<SymValue> &v = srcs.back();
+      Values &v = srcs.back();
       v.resize(std::max(v.size(), acc.size()), undefined());
       for (size_t i = 0; i < acc.size(); ++i)
         acc[i] = combine(1.0, acc[i], coeff(t.coeff), v[i]);
@@ -399,21 +415,37 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
   return llvm::Error::success();
 }
 
-llvm::Expected<SymbolicResult> Executor::run() {
+llvm::Expected<SymbolicResult> Executor::run(const CombinedGraph *given,
+                                             const std::vector<uint32_t> *order,
+                                             std::optional<ChunkBatch> next) {
+  if (next) {
+    batch = *next;
+    for (SymValue &v : slots)
+      v = undefined();
+    overflow.clear();
+    messages.clear();
+  }
   if (s.numRanks < 0 || static_cast<size_t>(s.numRanks) != s.ranks.size())
     return makeInternalError("semantics: ranks=" + llvm::Twine(s.numRanks) +
                              " but the schedule has " +
                              llvm::Twine(s.ranks.size()) + " rank programs");
   for (RankId r = 0; r < s.numRanks; ++r)
     for (int32_t c = 0; c < s.nominalInputChunks(); ++c)
-      write(r, BufferKind::Input, c, inputChunk(r, c));
+      write(r, BufferKind::Input, c,
+            batch.contains(c) ? inputChunk(r, c) : opaque());
 
-  CombinedGraph g = buildCombinedGraph(s);
-  std::vector<uint32_t> order;
-  if (!topologicalOrder(g, order))
-    return makeInternalError(
-        "semantics: the schedule has a dependency cycle");
-  for (uint32_t v : order) {
+  std::optional<CombinedGraph> own;
+  std::vector<uint32_t> ownOrder;
+  if (!given || !order) {
+    own = buildCombinedGraph(s);
+    if (!topologicalOrder(*own, ownOrder))
+      return makeInternalError(
+          "semantics: the schedule has a dependency cycle");
+    given = &*own;
+    order = &ownOrder;
+  }
+  const CombinedGraph &g = *given;
+  for (uint32_t v : *order) {
     RankId r = g.rankOf(v);
     OpId id = g.opOf(v);
     if (auto err = step(r, id, s.ranks[r].ops[id]))
@@ -442,6 +474,8 @@ bool isConstrained(const Schedule &s, RankId rank) {
 double maxDifference(const SymValue &a, const SymValue &b) {
   if (a.isUndefined || b.isUndefined)
     return a.isUndefined == b.isUndefined ? 0.0 : INFINITY;
+  if (a.isOpaque || b.isOpaque)
+    return INFINITY; // not comparable within the batch: never a match
   SymValue d = combine(1.0, a, -1.0, b);
   double m = 0.0;
   for (const Term &t : d.terms)
@@ -451,8 +485,47 @@ double maxDifference(const SymValue &a, const SymValue &b) {
 
 } // namespace
 
-llvm::Expected<SymbolicResult> execute(const Schedule &s) {
-  return Executor(s).run();
+llvm::Expected<SymbolicResult> execute(const Schedule &s, ChunkBatch batch) {
+  return Executor(s, nullptr, batch).run();
+}
+
+llvm::Error executeBatches(
+    const Schedule &s, llvm::ArrayRef<ChunkBatch> batches,
+    const CombinedGraph &g, const std::vector<uint32_t> &order,
+    llvm::function_ref<bool(ChunkBatch, const SymbolicResult &)> check) {
+  Executor e(s);
+  for (const ChunkBatch &batch : batches) {
+    auto res = e.run(&g, &order, batch);
+    if (!res)
+      return res.takeError();
+    if (!check(batch, *res))
+      break;
+  }
+  return llvm::Error::success();
+}
+
+std::vector<ChunkBatch> semanticBatches(const Schedule &s,
+                                        int64_t budgetBytes) {
+  const int32_t chunks = s.nominalInputChunks();
+  // A partial sum: its bits, a body and its control block, and the malloc
+  // headers (SharedTerms): about ranks / 8 + 128 bytes, one per slot.
+  const int64_t perValue = s.numRanks / 8 + 128;
+  const int64_t need = verifiedSlots(s) * perValue;
+  int64_t count = budgetBytes > 0 ? (need + budgetBytes - 1) / budgetBytes : 1;
+  count = std::clamp<int64_t>(count, 1, std::max(chunks, 1));
+  bool exact = count > 1;
+  for (const RankProgram &rp : s.ranks)
+    for (const Op &op : rp.ops)
+      exact = exact && op.kind != OpKind::LinComb && op.localCoeff == 1.0 &&
+              op.msgCoeff == 1.0;
+  if (!exact)
+    return {ChunkBatch{}};
+  std::vector<ChunkBatch> out;
+  for (int64_t b = 0; b < count; ++b)
+    out.push_back(ChunkBatch{
+        int32_t(chunks * b / count),
+        b + 1 == count ? INT32_MAX : int32_t(chunks * (b + 1) / count)});
+  return out;
 }
 
 llvm::Expected<SymbolicResult>
@@ -485,7 +558,8 @@ SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk) {
 }
 
 bool valuesMatch(const SymValue &got, const SymValue &want, double tolerance) {
-  if (got.isUndefined == want.isUndefined && got.terms == want.terms)
+  if (got.isUndefined == want.isUndefined && !got.isOpaque && !want.isOpaque &&
+      got.terms == want.terms)
     return true; // no difference to build
   double d = maxDifference(got, want);
   return d <= tolerance;
@@ -498,23 +572,37 @@ namespace {
 class ExpectedOutputs {
 public:
   explicit ExpectedOutputs(const Schedule &s) : s(s) {}
+  /// The input chunk of out[rank][chunk]'s expected terms (0 when it has
+  /// none), without building a sum.
+  int32_t inputChunk(RankId rank, int32_t chunk) const {
+    if (int32_t c = sumChunk(rank, chunk); c >= 0)
+      return c;
+    SymValue v = expectedOutput(s, rank, chunk);
+    return v.terms.empty() ? 0 : v.terms.chunkOfFirst();
+  }
   SymValue get(RankId rank, int32_t chunk) {
-    int32_t per = s.numRanks > 0 ? s.chunksPerLoop / s.numRanks : 0;
-    int32_t sumChunk = -1;
-    if (s.collective == Collective::AllReduce ||
-        (s.collective == Collective::Reduce && rank == s.root))
-      sumChunk = chunk;
-    else if (s.collective == Collective::ReduceScatter)
-      sumChunk = rank * per + chunk;
-    if (sumChunk < 0)
+    const int32_t sum = sumChunk(rank, chunk);
+    if (sum < 0)
       return expectedOutput(s, rank, chunk);
-    auto [it, fresh] = sums.try_emplace(sumChunk);
+    auto [it, fresh] = sums.try_emplace(sum);
     if (fresh)
-      it->second = sumOver(s, sumChunk);
+      it->second = sumOver(s, sum);
     return it->second;
   }
 
 private:
+  /// The chunk whose sum over the ranks out[rank][chunk] must hold; -1
+  /// when it is not such a sum.
+  int32_t sumChunk(RankId rank, int32_t chunk) const {
+    int32_t per = s.numRanks > 0 ? s.chunksPerLoop / s.numRanks : 0;
+    if (s.collective == Collective::AllReduce ||
+        (s.collective == Collective::Reduce && rank == s.root))
+      return chunk;
+    if (s.collective == Collective::ReduceScatter)
+      return rank * per + chunk;
+    return -1;
+  }
+
   const Schedule &s;
   std::map<int32_t, SymValue> sums;
 };
@@ -530,7 +618,8 @@ std::vector<double> outputError(const Schedule &s, const SymbolicResult &r) {
       SymValue want =
           expected.get(static_cast<RankId>(q), static_cast<int32_t>(c));
       const SymValue &got = r.output[q][c];
-      if (got.isUndefined == want.isUndefined && got.terms == want.terms)
+      if (got.isUndefined == want.isUndefined && !got.isOpaque &&
+          got.terms == want.terms)
         continue; // equal: difference 0
       err[q] = std::max(err[q], maxDifference(got, want));
     }
@@ -540,13 +629,16 @@ std::vector<double> outputError(const Schedule &s, const SymbolicResult &r) {
 
 std::vector<WrongOutput> findWrongOutputs(const Schedule &s,
                                           const SymbolicResult &r,
-                                          double tolerance) {
+                                          double tolerance, ChunkBatch batch) {
   std::vector<WrongOutput> wrong;
   ExpectedOutputs expected(s);
   for (size_t q = 0; q < r.output.size(); ++q) {
     if (!isConstrained(s, static_cast<RankId>(q)))
       continue;
     for (size_t c = 0; c < r.output[q].size(); ++c) {
+      if (!batch.contains(expected.inputChunk(static_cast<RankId>(q),
+                                              static_cast<int32_t>(c))))
+        continue;
       SymValue want =
           expected.get(static_cast<RankId>(q), static_cast<int32_t>(c));
       if (!valuesMatch(r.output[q][c], want, tolerance))
@@ -589,6 +681,8 @@ llvm::Error checkPostcondition(const Schedule &s, double tolerance) {
 std::string formatValue(const SymValue &v) {
   if (v.isUndefined)
     return "undef";
+  if (v.isOpaque)
+    return "a combination that includes other chunks";
   if (v.terms.empty())
     return "0";
   std::string out;

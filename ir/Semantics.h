@@ -12,8 +12,12 @@
 
 #include "ir/Schedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +25,8 @@
 #include <vector>
 
 namespace topocc::ir {
+
+struct CombinedGraph;
 
 /// coeff * (input chunk `chunk` of rank `rank`).
 struct Term {
@@ -53,6 +59,11 @@ public:
 
   const std::vector<Term> &get() const;
   size_t size() const { return p ? p->count : 0; }
+  /// The chunk of the first term, without expanding a compact list.
+  /// REQUIRES: !empty().
+  int32_t chunkOfFirst() const {
+    return p->compact ? p->chunk : get()[0].chunk;
+  }
   bool empty() const { return size() == 0; }
   const Term &operator[](size_t i) const { return get()[i]; }
   std::vector<Term>::const_iterator begin() const { return get().begin(); }
@@ -89,8 +100,29 @@ private:
 struct SymValue {
   SharedTerms terms;
   bool isUndefined = true; ///< slot never written (and not an input)
+  /// Executed for a ChunkBatch: the value has terms of input chunks outside
+  /// the batch (`terms` then empty). It matches no expected value.
+  bool isOpaque = false;
   friend bool operator==(const SymValue &, const SymValue &) = default;
 };
+
+/// Input chunk indexes [begin, end): execute() tracks the terms of these
+/// chunks only, every other input is opaque. Exact (all coefficients 1,
+/// no lincomb) schedules combine one chunk's terms into each value, so
+/// checking the outputs whose expected chunk is in the batch, batch by
+/// batch, checks the same as one execution, with the memory of a batch:
+/// an all-reduce's partial sums are ranks / 8 bytes each, one per slot.
+struct ChunkBatch {
+  int32_t begin = 0;
+  int32_t end = INT32_MAX;
+  bool contains(int32_t chunk) const { return chunk >= begin && chunk < end; }
+};
+
+/// The batches the verifier checks `s`'s semantics in: one (every chunk)
+/// unless `s` is exact and the estimated memory of its partial sums is
+/// above `budgetBytes`; then ranges of input chunks, each within it.
+std::vector<ChunkBatch> semanticBatches(const Schedule &s,
+                                        int64_t budgetBytes = int64_t(2) << 30);
 
 /// Final contents of every rank's output (and in-place aliased) chunks.
 struct SymbolicResult {
@@ -99,9 +131,19 @@ struct SymbolicResult {
   std::vector<std::vector<SymValue>> output;
 };
 
-/// Executes the schedule symbolically. Fails (internal error) when the
-/// schedule has a cycle or an unmatched message.
-llvm::Expected<SymbolicResult> execute(const Schedule &s);
+/// Executes the schedule symbolically (the terms of the input chunks in
+/// `batch`). Fails (internal error) when the schedule has a cycle or an
+/// unmatched message.
+llvm::Expected<SymbolicResult> execute(const Schedule &s,
+                                       ChunkBatch batch = {});
+/// execute() for each of `batches` in `order`, a topological order of `g`
+/// = buildCombinedGraph(s) that the caller has (the verifier's deadlock
+/// check computes it), on one set of slots; `check` sees each batch's
+/// result and returns false to stop.
+llvm::Error executeBatches(
+    const Schedule &s, llvm::ArrayRef<ChunkBatch> batches,
+    const CombinedGraph &g, const std::vector<uint32_t> &order,
+    llvm::function_ref<bool(ChunkBatch, const SymbolicResult &)> check);
 
 /// One op result's rounding in the runtime's kernels (runtime/DType.cpp):
 /// an op that computes sum_j c_j s_j does it in fp32, term by term in the
@@ -165,10 +207,13 @@ struct WrongOutput {
 
 /// Every output chunk of `r` that differs from expectedOutput, in (rank,
 /// chunk) order. Chunks the collective leaves unconstrained (reduce: the
-/// outputs of ranks other than the root) are skipped.
+/// outputs of ranks other than the root) are skipped, and so are those
+/// whose expected value is of an input chunk outside `batch` (an expected
+/// value with no terms belongs to the batch that starts at 0).
 std::vector<WrongOutput> findWrongOutputs(const Schedule &s,
                                           const SymbolicResult &r,
-                                          double tolerance = 1e-9);
+                                          double tolerance = 1e-9,
+                                          ChunkBatch batch = {});
 
 /// "rank 1 out[2]: got r0[2] + 2*r1[2], expected r0[2] + r1[2] + r2[2]".
 std::string describeWrongOutput(const WrongOutput &w);

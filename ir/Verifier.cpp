@@ -107,7 +107,8 @@ private:
   /// Returns the topological order, or nothing after reporting a cycle.
   bool checkDeadlock(const CombinedGraph &g, std::vector<uint32_t> &order);
   void checkRaces(const CombinedGraph &g, const std::vector<uint32_t> &order);
-  void checkSemantics();
+  void checkSemantics(const CombinedGraph &g,
+                      const std::vector<uint32_t> &order);
 
   int32_t bufferSize(RankId r, BufferKind b) const {
     const RankProgram &rp = s.ranks[r];
@@ -790,21 +791,26 @@ void Verifier::checkRaces(const CombinedGraph &g,
   }
 }
 
-void Verifier::checkSemantics() {
-  auto res = execute(s);
-  if (!res) {
-    report(kNone, kNone, llvm::toString(res.takeError()));
-    return;
-  }
-  for (const WrongOutput &w : findWrongOutputs(s, *res)) {
-    if (full()) {
-      truncated = true;
-      return;
-    }
-    report(w.rank, kNone,
-           llvm::formatv("out[{0}]: got {1}, expected {2}", w.chunk,
-                         formatValue(w.got), formatValue(w.expected)));
-  }
+void Verifier::checkSemantics(const CombinedGraph &g,
+                              const std::vector<uint32_t> &order) {
+  // Batch by batch of input chunks when the partial sums of one execution
+  // would not fit in memory (semanticBatches): the same verdict.
+  llvm::Error err = executeBatches(
+      s, semanticBatches(s), g, order,
+      [&](ChunkBatch batch, const SymbolicResult &res) {
+        for (const WrongOutput &w : findWrongOutputs(s, res, 1e-9, batch)) {
+          if (full()) {
+            truncated = true;
+            return false;
+          }
+          report(w.rank, kNone,
+                 llvm::formatv("out[{0}]: got {1}, expected {2}", w.chunk,
+                               formatValue(w.got), formatValue(w.expected)));
+        }
+        return true;
+      });
+  if (err)
+    report(kNone, kNone, llvm::toString(std::move(err)));
 }
 
 std::vector<VerifyProblem> Verifier::run() {
@@ -832,7 +838,7 @@ std::vector<VerifyProblem> Verifier::run() {
   if (opts.checkRaces)
     checkRaces(g, order);
   if (opts.checkSemantics && problems.empty())
-    checkSemantics();
+    checkSemantics(g, order);
   return problems;
 }
 

@@ -183,7 +183,10 @@ struct PyCompiled {
   }
   std::string text(const std::string &emit) const {
     if (emit == "plan")
-      return take(backends::planToJson(result.schedule, meta()));
+      return take(backends::planToJson(
+          result.schedule, meta(),
+          result.verified ? backends::PlanCheck::VerifiedByCompile
+                          : backends::PlanCheck::Verify));
     if (emit == "msccl-xml") {
       if (result.coded)
         raise("a coded (CERAR) schedule has no MSCCL XML form: write it with "

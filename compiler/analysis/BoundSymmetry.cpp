@@ -5,10 +5,15 @@
 // Dinkelbach round, so a round needs one flow per orbit.
 //
 // Candidates come from the names a generated topology gives its devices: a
-// number after a word ("su3", "dgx12", "gpu5", "spine17") is an index, and
-// swapping two consecutive values of one word's index in every vertex name
-// (all of unit 3's devices with unit 4's, or box 12 with box 13 in every
-// unit) proposes a permutation of the vertices. A proposal counts only
+// number after a word ("su3", "dgx12", "gpu5", "spine17") is an index; a
+// number after no letters is the index of its place after the last word
+// ("npu3_1_0" has the indexes "npu", "npu#1" and "npu#2", and so does each
+// end of "npu3_1_0 -> npu4_1_0"). Three moves of one index's values (in numeric
+// order) in every vertex name propose a permutation of the vertices:
+// swapping two consecutive values (all of unit 3's devices with unit 4's,
+// or box 12 with box 13 in every unit), shifting every value to the next
+// one, the last to the first (a torus dimension's rotation), and reversing
+// the order (a mesh's or torus's reflection). A proposal counts only
 // when it is one: every renamed vertex exists, ranks go to ranks, and every
 // ordered vertex pair keeps its summed arc capacity (what a max flow sees).
 // The orbits are those of the group the accepted swaps generate
@@ -46,6 +51,8 @@ struct NameParts {
 NameParts splitName(llvm::StringRef name) {
   NameParts p;
   std::string text;
+  std::string lastWord; // the word of the last number that had one
+  int since = 0;        // numbers without a word since then
   size_t i = 0;
   while (i < name.size()) {
     if (llvm::isDigit(name[i])) {
@@ -55,7 +62,13 @@ NameParts splitName(llvm::StringRef name) {
       size_t w = text.size();
       while (w > 0 && llvm::isAlpha(text[w - 1]))
         --w;
-      p.words.push_back(text.substr(w));
+      if (w < text.size()) {
+        lastWord = text.substr(w);
+        since = 0;
+        p.words.push_back(lastWord);
+      } else {
+        p.words.push_back(lastWord + "#" + std::to_string(++since));
+      }
       p.text.push_back(std::move(text));
       text.clear();
       p.numbers.push_back(name.substr(i, j - i).str());
@@ -68,17 +81,39 @@ NameParts splitName(llvm::StringRef name) {
   return p;
 }
 
-/// `p` with the numbers after `word` that read `a` written as `b` and
-/// those that read `b` as `a`.
-std::string swapped(const NameParts &p, const std::string &word,
-                    const std::string &a, const std::string &b) {
+/// `p` with each number after `word` written as `to` maps it (numbers
+/// `to` does not name stay).
+std::string renamed(const NameParts &p, const std::string &word,
+                    const std::map<std::string, std::string> &to) {
   std::string out;
   for (size_t i = 0; i < p.numbers.size(); ++i) {
     out += p.text[i];
     const std::string &x = p.numbers[i];
-    out += p.words[i] != word ? x : x == a ? b : x == b ? a : x;
+    auto it = p.words[i] == word ? to.find(x) : to.end();
+    out += it == to.end() ? x : it->second;
   }
   out += p.text.back();
+  return out;
+}
+
+/// The value maps rankOrbits proposes for one index with values `vals`
+/// (in order): each swap of two consecutive values, the rotation by one
+/// and the reversal.
+std::vector<std::map<std::string, std::string>>
+proposals(const std::vector<std::string> &vals) {
+  std::vector<std::map<std::string, std::string>> out;
+  const size_t m = vals.size();
+  for (size_t i = 0; i + 1 < m; ++i)
+    out.push_back({{vals[i], vals[i + 1]}, {vals[i + 1], vals[i]}});
+  if (m >= 3) {
+    std::map<std::string, std::string> rotate, reverse;
+    for (size_t i = 0; i < m; ++i) {
+      rotate[vals[i]] = vals[(i + 1) % m];
+      reverse[vals[i]] = vals[m - 1 - i];
+    }
+    out.push_back(std::move(rotate));
+    out.push_back(std::move(reverse));
+  }
   return out;
 }
 
@@ -119,14 +154,14 @@ std::vector<int> rankOrbits(const BoundGraph &g) {
 
   UnionFind orbits(n);
   std::vector<int> perm(g.numVertices);
-  for (const auto &[word, vals] : values) {
-    if (word.empty())
-      continue;
-    for (auto it = vals.begin(); std::next(it) != vals.end(); ++it) {
-      const std::string &a = it->second, &b = std::next(it)->second;
+  for (const auto &[word, sorted] : values) {
+    std::vector<std::string> vals;
+    for (const auto &value : sorted)
+      vals.push_back(value.second);
+    for (const auto &to : proposals(vals)) {
       bool ok = true;
       for (int v = 0; v < g.numVertices && ok; ++v) {
-        auto found = vertexOf.find(swapped(parts[v], word, a, b));
+        auto found = vertexOf.find(renamed(parts[v], word, to));
         ok = found != vertexOf.end() &&
              (rankOf[found->second] < 0) == (rankOf[v] < 0);
         if (ok)

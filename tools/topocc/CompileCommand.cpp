@@ -164,14 +164,14 @@ llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
 
 /// The text to write for `s` in the requested form; MSCCL XML with the
 /// selection window `window` (none: every size).
-llvm::Expected<std::string> render(const ir::Schedule &s, ir::OutputFormat emit,
-                                   const CompileOptions &opts,
-                                   const backends::PlanMeta &meta,
-                                   backends::PlanWindow window = {}) {
+llvm::Expected<std::string>
+render(const ir::Schedule &s, ir::OutputFormat emit, const CompileOptions &opts,
+       const backends::PlanMeta &meta, backends::PlanWindow window = {},
+       backends::PlanCheck check = backends::PlanCheck::Verify) {
   if (emit == ir::OutputFormat::Ir)
     return ir::scheduleToString(s);
   if (emit == ir::OutputFormat::Plan)
-    return backends::planToJson(s, meta);
+    return backends::planToJson(s, meta, check);
   backends::MscclXmlOptions xml;
   xml.proto = opts.proto;
   xml.maxSteps = opts.maxSteps;
@@ -718,6 +718,7 @@ llvm::Error runCompile(const CompileOptions &given) {
   PassLogger log(&llvm::errs(), opts.printAfterAll, opts.timePasses);
 
   ir::Schedule result;
+  bool verified = false; ///< `result` passed the verifier as it is
   backends::PlanMeta meta;
   meta.generator = std::string("topocc ") + TOPOCC_VERSION;
   meta.algorithm = opts.algorithm;
@@ -746,6 +747,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     if (!s)
       return s.takeError();
     result = std::move(*s);
+    verified = true; // runSinglePass verifies its result
   } else {
     if (!opts.inputIr.empty())
       return makeUserError("--input-ir is only used with --run-pass");
@@ -793,6 +795,7 @@ llvm::Error runCompile(const CompileOptions &given) {
       return plan.takeError();
     }
     timingsPending = true;
+    verified = plan->verified;
     meta.algorithm = algorithmName(plan->algorithm).str();
     plan->setCodedMeta(meta);
     if (opts.explain)
@@ -834,7 +837,9 @@ llvm::Error runCompile(const CompileOptions &given) {
   }
   if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
-    auto rendered = render(result, *emit, opts, meta);
+    auto rendered = render(result, *emit, opts, meta, {},
+                           verified ? backends::PlanCheck::VerifiedByCompile
+                                    : backends::PlanCheck::Verify);
     log.recordTime("emit " + opts.emit,
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)

@@ -434,6 +434,46 @@ TEST(BoundTest, RankOrbitsRefuseWhatIsNotSymmetric) {
     EXPECT_EQ(alone[r], static_cast<int>(r));
 }
 
+// Tori and meshes (BoundSymmetry.cpp's rotations and reflections of the
+// indexes after no word, "npu3_1_0"): a torus's translations put every
+// rank in one orbit, on the physical and the realizable graph (whose
+// vertex names hold two devices, "npu0_0 -> npu1_0 (in)"); a mesh has no
+// translations but its reflections (9 orbits on 5 x 5: each coordinate up
+// to i -> 4 - i). Every rank's max flow equals its representative's, and
+// the bound is the same with and without orbits.
+TEST(BoundTest, RankOrbitsOfToriAndMeshes) {
+  for (auto [file, orbits] : {std::pair{"topologies/torus-8x8.yaml", 1},
+                              std::pair{"topologies/mesh-5x5.yaml", 9}}) {
+    SCOPED_TRACE(file);
+    topo::Topology t = loadOk(file);
+    auto physical = buildBoundGraph(t, CapacityKind::Effective);
+    ASSERT_TRUE(bool(physical)) << llvm::toString(physical.takeError());
+    LinkModel m(t);
+    auto realizable = buildRealizableGraph(t, m);
+    ASSERT_TRUE(bool(realizable)) << llvm::toString(realizable.takeError());
+    for (const BoundGraph *g : {&*physical, &*realizable}) {
+      std::vector<int> rep = rankOrbits(*g);
+      const int n = static_cast<int>(g->compute.size());
+      EXPECT_EQ(std::set<int>(rep.begin(), rep.end()).size(), size_t(orbits));
+      MaxFlowNetwork net(g->numVertices + 1);
+      for (const BoundGraph::Arc &a : g->arcs)
+        net.addArc(a.from, a.to, a.cap);
+      for (int v : g->compute)
+        net.addArc(g->numVertices, v, 1);
+      for (int r = 0; r < n; ++r)
+        EXPECT_EQ(net.maxFlowValue(g->numVertices, g->compute[r]),
+                  net.maxFlowValue(g->numVertices, g->compute[rep[r]]))
+            << "rank " << r;
+      for (bool rev : {false, true}) {
+        auto with = dinkelbachBound(*g, rev, 0, /*orbits=*/true);
+        auto without = dinkelbachBound(*g, rev, 0, /*orbits=*/false);
+        ASSERT_TRUE(bool(with) && bool(without));
+        expectSameBound(*with, *without);
+      }
+    }
+  }
+}
+
 TEST(BoundTest, LibraryTopologies) {
   // Every library file has a bound; spot values checked by hand:
   // dgx-a100 GPU in-bandwidth 12 x 25 NVLink + 32 PCIe = 332 GB/s, so

@@ -1,6 +1,7 @@
 //===- tests/unit/ir/SemanticsTest.cpp - Symbolic execution ---------------===//
 
 #include "ir/Semantics.h"
+#include "ir/CombinedGraph.h"
 #include "ir/Verifier.h"
 
 #include "TestSchedules.h"
@@ -9,6 +10,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace topocc::ir;
 using namespace topocc::ir::testing;
@@ -202,4 +204,75 @@ TEST(Semantics, LargeRingAllReduceWithCompactSums) {
   llvm::Error err = checkPostcondition(s);
   EXPECT_TRUE(static_cast<bool>(err));
   llvm::consumeError(std::move(err));
+}
+
+namespace {
+
+/// (rank, chunk) of every wrong output, by one execution or batch by batch.
+std::set<std::pair<RankId, int32_t>>
+wrongOutputs(const Schedule &s, llvm::ArrayRef<ChunkBatch> batches,
+             std::vector<std::string> *got = nullptr) {
+  std::set<std::pair<RankId, int32_t>> out;
+  CombinedGraph g = buildCombinedGraph(s);
+  std::vector<uint32_t> order;
+  EXPECT_TRUE(topologicalOrder(g, order));
+  llvm::Error err = executeBatches(
+      s, batches, g, order, [&](ChunkBatch b, const SymbolicResult &res) {
+        for (const WrongOutput &w : findWrongOutputs(s, res, 1e-9, b)) {
+          EXPECT_TRUE(out.insert({w.rank, w.chunk}).second)
+              << "checked in two batches";
+          if (got)
+            got->push_back(formatValue(w.got));
+        }
+        return true;
+      });
+  EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  return out;
+}
+
+} // namespace
+
+// The verifier's chunk batches (semanticBatches) reach the verdict of one
+// execution: a ring all-reduce of 8 ranks checked one input chunk at a
+// time is correct; without one rank's contribution, or reading another
+// chunk's slot (a value that mixes chunks), the same outputs are wrong.
+// Coded coefficients keep one batch.
+TEST(Semantics, ChunkBatchesReachTheSameVerdict) {
+  Schedule s = ringAllReduce(8);
+  EXPECT_EQ(semanticBatches(s).size(), 1u);
+  std::vector<ChunkBatch> each = semanticBatches(s, /*budgetBytes=*/1);
+  ASSERT_EQ(each.size(), 8u);
+  EXPECT_EQ(each.front().begin, 0);
+  for (size_t i = 1; i < each.size(); ++i)
+    EXPECT_EQ(each[i].begin, each[i - 1].end);
+  const std::vector<ChunkBatch> one{ChunkBatch{}};
+  EXPECT_TRUE(wrongOutputs(s, each).empty());
+
+  Schedule missing = s; // rank 2 forwards without adding its own chunk
+  Op &m = missing.ranks[2].ops[1];
+  m.kind = OpKind::RecvCopySend;
+  m.dst = m.src;
+  m.src = BufferRef();
+  std::vector<std::string> gotOne, gotEach;
+  auto wrong = wrongOutputs(missing, one, &gotOne);
+  EXPECT_FALSE(wrong.empty());
+  EXPECT_EQ(wrongOutputs(missing, each, &gotEach), wrong);
+  std::sort(gotOne.begin(), gotOne.end());
+  std::sort(gotEach.begin(), gotEach.end());
+  EXPECT_EQ(gotEach, gotOne); // one chunk's terms: the same values
+
+  Schedule mixed = s; // rank 3 adds chunk k+1's slot into chunk k's sum
+  Op &x = mixed.ranks[3].ops[2];
+  ASSERT_EQ(x.kind, OpKind::RecvReduceSend);
+  x.src.chunk = (x.src.chunk + 1) % 8;
+  wrong = wrongOutputs(mixed, one);
+  EXPECT_FALSE(wrong.empty());
+  gotEach.clear();
+  EXPECT_EQ(wrongOutputs(mixed, each, &gotEach), wrong);
+  EXPECT_THAT(gotEach,
+              ::testing::Contains("a combination that includes other chunks"));
+
+  Schedule coded = s;
+  coded.ranks[1].ops[1].localCoeff = 2.0;
+  EXPECT_EQ(semanticBatches(coded, 1).size(), 1u);
 }
