@@ -5,8 +5,9 @@
 // algorithm's lowering (compiler/lowerings/, chosen from
 // compiler/Algorithms.def, or --algorithm auto's choice among them,
 // compiler/SelectAlgorithm.h), then the shared passes of
-// compiler/Passes.def, with the verifier at the end (after every stage with
-// verifyEach, and when the final check fails).
+// compiler/Passes.def, with the verifier at the end (the lowering's
+// structure always; every stage in full with verifyEach, and when the final
+// check fails).
 // runSinglePass(): one named pass on a parsed schedule (--run-pass).
 // Both are reentrant: calls with their own request and logger may run on
 // several threads at once.
@@ -26,15 +27,14 @@
 
 namespace topocc {
 
-/// Lowers, optimizes, assigns and legalizes; verifies the result (and
-/// every stage's with verifyEach). User errors for bad requests and limits;
-/// an internal error (with the IR before and after) when a stage produces
-/// a schedule the verifier rejects: when the final check fails, the
-/// request is compiled again with every stage verified to name the first
-/// one that broke it. Without a topology
-/// the ring is req.ringOrder or rank order, and the algorithms that need
-/// the topology (hier-ring, trees, cerar, hier-cerar, auto, --channels
-/// auto) are user errors.
+/// Lowers, optimizes, assigns and legalizes; verifies the result (the
+/// lowering's structure, and every stage in full with verifyEach). User errors
+/// for bad requests and limits; an internal error (with the IR before and
+/// after) when a stage produces a schedule the verifier rejects: when the final
+/// check fails, the request is compiled again with every stage verified to name
+/// the first one that broke it. Without a topology the ring is req.ringOrder or
+/// rank order, and the algorithms that need the topology (hier-ring, trees,
+/// cerar, hier-cerar, auto, --channels auto) are user errors.
 llvm::Expected<CompileResult>
 compile(int32_t numRanks, const CompileRequest &req, PassLogger &log);
 /// The same on `t`'s ranks: the ring algorithm uses the ring search

@@ -228,18 +228,29 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   lines.push_back("auto: chose " + algorithmName(best->algorithm).str() +
                   (bestFlags.empty() ? "" : " " + bestFlags));
   // The candidates were compiled quietly and unverified (verifying every
-  // one was most of auto's time and memory at scale); the winner is
-  // compiled again, verified, and logged when the caller prints the IR or
-  // times the passes. The same request gives the same schedule.
+  // one was most of auto's time and memory at scale). An exact winner is
+  // verified as it is, as compile() verifies its product; a coded one (its
+  // lowering's own checks), one that fails (to name the stage that broke
+  // it) and any when the caller prints the IR or times the passes are
+  // compiled again, verified and logged. The same request gives the same
+  // schedule.
   bestRequest->verify = true;
   ProgressTask winner(
       ("the winner, verified: " + algorithmName(best->algorithm) +
        (bestFlags.empty() ? "" : " " + bestFlags))
           .str());
-  auto again = compile(*t, *bestRequest, log);
-  if (!again)
-    return again.takeError();
-  best = std::move(*again);
+  const bool verifiedAsIs =
+      log.isQuiet() && !best->coded &&
+      ir::verifiedSlots(best->schedule) <= ir::kMaxVerifiedSlots &&
+      ir::findProblems(best->schedule).empty();
+  if (verifiedAsIs) {
+    best->verified = true;
+  } else {
+    auto again = compile(*t, *bestRequest, log);
+    if (!again)
+      return again.takeError();
+    best = std::move(*again);
+  }
   best->chosenFlags = bestFlags;
   best->predictedTime = bestTime;
   best->explain.insert(best->explain.begin(), lines.begin(), lines.end());
