@@ -175,7 +175,7 @@ def test_size_windows_are_the_clis_plan_set(tmp_path):
     for a, b in zip(windows, windows[1:]):
         assert b["min_bytes"] == a["max_bytes"] + 1
     for w in windows:
-        assert w["algorithm"] in ("ring", "hier-ring", "trees", "matching") and w["predicted_time"] > 0
+        assert w["algorithm"] in ("ring", "hier-ring", "trees", "matching", "dbtree") and w["predicted_time"] > 0
         assert w["samples"][0] == w["min_bytes"] and w["samples"][-1] <= w["max_bytes"]
     cli_windows = [(v["minBytes"], v["maxBytes"], v["algorithm"])
                    for v in json.loads(cli_text)["variants"]]

@@ -954,7 +954,8 @@ void registerCompileCommand(CLI::App &app) {
       "all-reduce), hier-cerar (exact intra-node phases, CERAR "
       "across nodes), dims (all-reduce along each dimension of "
       "a generated grid), matching (greedy link-chunk matching on "
-      "direct GPU links) or auto (the fastest candidate by the "
+      "direct GPU links), dbtree (NCCL's double binary tree "
+      "all-reduce) or auto (the fastest candidate by the "
       "runtime model); default auto");
   cmd->add_option("--sm-count", opts->smCount,
                   "SMs (CUs) of the target GPU: MSCCL XML may launch at most "

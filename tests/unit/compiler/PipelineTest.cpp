@@ -153,8 +153,8 @@ TEST(PipelineTest, UserErrorsPassThrough) {
   ASSERT_FALSE(bool(unknown));
   EXPECT_EQ(topocc::testing::errorMessage(unknown.takeError()),
             "unknown --algorithm 'tree'; expected 'ring', 'hier-ring', "
-            "'trees', 'cerar', 'hier-cerar', 'dims', 'matching' or "
-            "'auto'");
+            "'trees', 'cerar', 'hier-cerar', 'dims', 'matching', 'dbtree' "
+            "or 'auto'");
   req.algorithm = Algorithm::Trees;
   plan = compile(3, req, log);
   ASSERT_FALSE(bool(plan));
