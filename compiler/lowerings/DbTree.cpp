@@ -48,7 +48,10 @@ llvm::Expected<Lowered> lowerDbTree(const topo::Topology *t,
   o.numRanks = t->numRanks();
   o.nodes = nodeRanks(*t);
   if (o.nodes.empty())
-    return makeUserError("--algorithm dbtree: the topology has no GPUs");
+    return makeUserError(
+        "--algorithm dbtree needs GPUs grouped in nodes (a chain per node, "
+        "trees across them); this topology's GPUs belong to no node (use "
+        "ring, trees, dims or matching)");
   o.localOrder = hierLocalOrder(*t, o.nodes[0], req.collective, req.bytes);
   o.channels = req.channels;
   o.chunks = req.chunks;
