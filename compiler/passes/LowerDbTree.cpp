@@ -34,7 +34,7 @@ namespace {
 /// positions are the leaves; the depth is about log2(n). Numbering the
 /// nodes one place on for the second tree makes most leaves interior there,
 /// and every node has at most two children in the two trees together
-/// (checked by LowerDbTreeTest up to 1100 nodes).
+/// (LowerDbTreeTest checks every count up to 300 nodes).
 std::vector<int32_t> bitTreeParents(int32_t n) {
   std::vector<int32_t> parent(n, -1);
   for (int32_t p = 1; p < n; ++p) {
