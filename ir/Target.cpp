@@ -4,6 +4,8 @@
 
 #include "support/Diagnostics.h"
 
+#include "llvm/ADT/Twine.h"
+
 namespace topocc::ir {
 
 namespace {
@@ -58,6 +60,16 @@ int32_t mscclRuntimeMaxThreadblocks(MscclRuntime r) {
 
 int32_t mscclRuntimeMaxSteps(MscclRuntime r) {
   return r == MscclRuntime::Rccl ? kRcclMaxSteps : TargetLimits::kNoLimit;
+}
+
+std::string tooManyUnits(int64_t units, llvm::StringRef product,
+                         llvm::StringRef advice) {
+  if (units <= kMaxChunksPerLoop)
+    return "";
+  return (llvm::Twine(product) + " = " + llvm::Twine(units) +
+          " units exceeds " + llvm::Twine(kMaxChunksPerLoop) +
+          " (MSCCL stores offsets in 16 bits); " + advice)
+      .str();
 }
 
 } // namespace topocc::ir

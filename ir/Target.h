@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace topocc::ir {
 
@@ -25,6 +26,14 @@ constexpr int32_t kMscclMaxChannels = 32;
 /// The most rings (--channels) a ring schedule or the ring search takes
 /// where the output has no channel limit (plan JSON, the textual IR).
 constexpr int32_t kMaxRingChannels = 64;
+/// The most chunks per loop (units) a lowering emits: MSCCL stores offsets
+/// and counts in 16 signed bits.
+constexpr int64_t kMaxChunksPerLoop = 32767;
+/// The lowerings' message when `units` exceeds kMaxChunksPerLoop:
+/// "PRODUCT = UNITS units exceeds 32767 (MSCCL stores offsets in 16 bits);
+/// ADVICE"; empty when it fits.
+std::string tooManyUnits(int64_t units, llvm::StringRef product,
+                         llvm::StringRef advice);
 /// MSCCL_MAX_NUM_STEPS of a default msccl-executor-nccl build.
 constexpr int32_t kMscclMaxSteps = 64;
 /// A step's dependency id is stored in 8 signed bits.

@@ -105,11 +105,10 @@ llvm::Expected<Schedule> lowerDbTree(const DbTreeOptions &o) {
         llvm::formatv("--chunks must be at least 1, got {0}", o.chunks));
   const int64_t units =
       2 * int64_t(std::max(o.channels, 1)) * std::max(o.chunks, 1);
-  if (units > 32767)
-    problems.push_back(llvm::formatv(
-        "2 trees * channels * chunks = {0} units exceeds 32767 (MSCCL stores "
-        "offsets in 16 bits); use fewer channels or chunks",
-        units));
+  if (std::string why = tooManyUnits(units, "2 trees * channels * chunks",
+                                     "use fewer channels or chunks");
+      !why.empty())
+    problems.push_back(why);
   if (!problems.empty())
     return makeUserError(llvm::join(problems, "\n"));
 

@@ -99,11 +99,10 @@ llvm::Expected<Schedule> lowerDims(const DimsOptions &o) {
     laneChain[lane + 1] = laneChain[lane] + laneK[lane];
   }
   const int64_t units = laneBase[lanes];
-  if (units > 32767)
-    return makeUserError(llvm::formatv(
-        "ranks * the lanes' chunks = {0} units exceeds 32767 (MSCCL stores "
-        "offsets in 16 bits); use fewer chunks",
-        units));
+  if (std::string why =
+          tooManyUnits(units, "ranks * the lanes' chunks", "use fewer chunks");
+      !why.empty())
+    return makeUserError(why);
 
   Schedule s;
   s.collective = Collective::AllReduce;

@@ -471,11 +471,11 @@ llvm::Expected<Schedule> lowerHierRing(const HierRingOptions &o) {
   // chunks) are the same count.
   const int64_t units =
       int64_t(o.channels) * int64_t(g) * int64_t(o.nodes.size()) * o.chunks;
-  if (units > 32767)
-    problems.push_back(llvm::formatv(
-        "channels * GPUs per node * nodes * chunks = {0} units exceeds 32767 "
-        "(MSCCL stores offsets in 16 bits); use fewer channels or chunks",
-        units));
+  if (std::string why =
+          tooManyUnits(units, "channels * GPUs per node * nodes * chunks",
+                       "use fewer channels or chunks");
+      !why.empty())
+    problems.push_back(why);
   if (!problems.empty())
     return makeUserError(llvm::join(problems, "\n"));
   return HierLowering(o).run();

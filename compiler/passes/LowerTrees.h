@@ -36,7 +36,7 @@ namespace topocc::passes {
 constexpr int32_t kTreeMaxUnitsPerStep = 71;
 /// MSCCL stores buffer offsets in 16 bits: ranks x units per root x chunks
 /// (nchunksperloop) is at most this.
-constexpr int64_t kTreeMaxChunksPerLoop = 32767;
+constexpr int64_t kTreeMaxChunksPerLoop = ir::kMaxChunksPerLoop;
 
 /// One spanning tree on the ranks.
 struct LoweringTree {

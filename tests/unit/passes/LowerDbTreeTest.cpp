@@ -148,6 +148,11 @@ TEST(LowerDbTreeTest, BadOptionsAreUserErrors) {
   o = layout(2, 2, 1, 0);
   msg = topocc::testing::errorMessage(lowerDbTree(o).takeError());
   EXPECT_NE(msg.find("--chunks must be at least 1"), std::string::npos) << msg;
+  o = layout(2, 2, 16, 1100);
+  msg = topocc::testing::errorMessage(lowerDbTree(o).takeError());
+  EXPECT_EQ(msg, "2 trees * channels * chunks = 35200 units exceeds 32767 "
+                 "(MSCCL stores offsets in 16 bits); use fewer channels or "
+                 "chunks");
   o = layout(2, 2);
   o.localOrder = {1, 1};
   msg = topocc::testing::errorMessage(lowerDbTree(o).takeError());
