@@ -64,6 +64,15 @@ llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name) {
                        "'; expected 'physical', 'routes' or 'hier'");
 }
 
+llvm::Expected<CompileRequest::RingSteps> parseRingSteps(llvm::StringRef name) {
+  if (name == "pipelined")
+    return CompileRequest::RingSteps::Pipelined;
+  if (name == "wide")
+    return CompileRequest::RingSteps::Wide;
+  return makeUserError("unknown --ring-steps '" + name +
+                       "'; expected 'pipelined' or 'wide'");
+}
+
 llvm::StringRef algorithmName(Algorithm a) {
   for (const AlgorithmRow &row : kAlgorithms)
     if (row.algorithm == a)
@@ -81,6 +90,9 @@ llvm::Error checkCompileRequest(const CompileRequest &req) {
   if (req.treeGraph != CompileRequest::TreeGraph::Physical &&
       req.algorithm != Algorithm::Trees)
     return makeUserError("--tree-graph applies to --algorithm trees");
+  if (req.ringSteps != CompileRequest::RingSteps::Pipelined &&
+      req.algorithm != Algorithm::Ring)
+    return makeUserError("--ring-steps applies to --algorithm ring");
   if (!(req.tolerance >= 0) || !std::isfinite(req.tolerance)) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", req.tolerance);

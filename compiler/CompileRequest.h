@@ -48,6 +48,7 @@ llvm::StringRef algorithmName(Algorithm a);
 struct ChannelRing {
   std::vector<ir::RankId> order;
   int32_t chunks = 1;
+  int32_t stepChunks = 1; ///< chunks one step moves (--ring-steps wide)
 };
 
 struct CompileRequest {
@@ -65,6 +66,13 @@ struct CompileRequest {
   std::vector<ir::RankId> ringOrder;
   /// Use rank order 0, 1, ..., n-1 on every channel (--ring rank-order).
   bool rankOrder = false;
+  /// Ring search: how a ring's share of k units per rank moves
+  /// (--ring-steps): as k pipelined chunks, one step each (Pipelined), or
+  /// as `chunks` pieces of k units, one step per piece (Wide): unequal
+  /// shares then cost no more steps per threadblock than equal ones
+  /// (docs/Algorithms-rings.md, "Wide steps").
+  enum class RingSteps { Pipelined, Wide };
+  RingSteps ringSteps = RingSteps::Pipelined;
   /// Message size S the rings are chosen for, bytes (nccl-tests S).
   double bytes = 64.0 * 1024 * 1024;
   bool inplace = false;
@@ -131,6 +139,9 @@ llvm::Error checkCompileRequest(const CompileRequest &req);
 
 /// --tree-graph: "physical", "routes" or "hier"; user error otherwise.
 llvm::Expected<CompileRequest::TreeGraph> parseTreeGraph(llvm::StringRef name);
+
+/// --ring-steps: "pipelined" or "wide"; user error otherwise.
+llvm::Expected<CompileRequest::RingSteps> parseRingSteps(llvm::StringRef name);
 
 /// What compile() produced.
 struct CompileResult {

@@ -58,8 +58,10 @@ bool fitsTarget(const passes::RingOptions &ring, const CompileRequest &req) {
   if (maxSteps == ir::TargetLimits::kNoLimit || maxSteps <= 1)
     return true;
   int64_t longest = 0;
-  for (int32_t k : ring.channelChunks)
-    longest = std::max<int64_t>(longest, k);
+  for (size_t c = 0; c < ring.channelChunks.size(); ++c)
+    longest = std::max<int64_t>(
+        longest, ring.channelChunks[c] /
+                     (ring.channelWidths.empty() ? 1 : ring.channelWidths[c]));
   const int64_t perChunk =
       (req.collective == ir::Collective::AllReduce ? 2 : 1) *
       (ring.numRanks - 1);
@@ -125,6 +127,12 @@ public:
                              req.chunks,     req.ringOrder, req.inplace,
                              req.name};
     const bool search = topology && req.ringOrder.empty() && !req.rankOrder;
+    const bool wide = req.ringSteps == CompileRequest::RingSteps::Wide;
+    if (wide && !search)
+      return makeUserError(
+          "--ring-steps wide applies to the ring search's rings, whose "
+          "shares differ; with --ring or without a topology every channel "
+          "carries an equal share");
     if (!search && req.channels == 0)
       return makeUserError(
           "--channels auto lets the ring search choose the rings; give a "
@@ -174,7 +182,7 @@ public:
           std::vector<analysis::RingChannel> rings = found->rings;
           algorithms::padRings(rings, c);
           passes::RingOptions trial = passes::searchedRingOptions(
-              rings, req.collective, numRanks, req.chunks);
+              rings, req.collective, numRanks, req.chunks, wide);
           if (!quantised || fitsTarget(trial, req)) {
             found->rings = std::move(rings);
             chosen = std::move(*found);
@@ -187,7 +195,7 @@ public:
           chosen = std::move(*found);
       }
       ring = passes::searchedRingOptions(chosen->rings, req.collective,
-                                         numRanks, req.chunks);
+                                         numRanks, req.chunks, wide);
       ring.inplace = req.inplace;
       ring.name = req.name;
       out.searched = chosen->rings;
@@ -210,6 +218,7 @@ public:
           cr.order.push_back(r);
       cr.chunks =
           ring.channelChunks.empty() ? req.chunks : ring.channelChunks[c];
+      cr.stepChunks = ring.channelWidths.empty() ? 1 : ring.channelWidths[c];
       out.rings.push_back(std::move(cr));
     }
     return out;
@@ -273,12 +282,20 @@ llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   // channel cannot express: finer chunking realizes them (chunksForShares);
   // across nodes the rails' rings carry equal shares.
   if (ctx.request.channels == 0 && ctx.request.ringOrder.empty() &&
-      !ctx.request.rankOrder && !ctx.multiNode)
+      !ctx.request.rankOrder && !ctx.multiNode) {
     for (int32_t k : {2, 4, 8}) {
       CompileRequest v = *c.request;
       v.chunks = k;
       c.variants.push_back({"--chunks " + std::to_string(k), v});
     }
+    // Or each share in one step (wide): at most `ringSteps` steps per
+    // channel, so the finest shares (64 units) fit where the pipelined
+    // chunks of an all-reduce would not (mi250-gcd-mesh at 1 GiB: 90.4%
+    // of the bound against 82.9%, docs/Algorithms-rings.md).
+    CompileRequest v = *c.request;
+    v.ringSteps = CompileRequest::RingSteps::Wide;
+    c.variants.push_back({"--ring-steps wide", v});
+  }
   return c;
 }
 

@@ -41,11 +41,14 @@ namespace {
 class RingLowering {
 public:
   RingLowering(const RingOptions &o, std::vector<std::vector<RankId>> rings,
-               std::vector<int32_t> kc)
-      : o(o), rings(std::move(rings)), kc(std::move(kc)), n(o.numRanks) {
-    for (int32_t x : this->kc) {
+               std::vector<int32_t> kc, std::vector<int32_t> width)
+      : o(o), rings(std::move(rings)), kc(std::move(kc)),
+        width(std::move(width)), n(o.numRanks) {
+    for (size_t c = 0; c < this->kc.size(); ++c) {
       off.push_back(total);
-      total += x;
+      pieceOff.push_back(pieces);
+      total += this->kc[c];
+      pieces += this->kc[c] / this->width[c];
     }
   }
 
@@ -55,6 +58,10 @@ private:
   const RingOptions &o;
   std::vector<std::vector<RankId>> rings; ///< per channel
   std::vector<int32_t> kc, off;           ///< K_c and O_c per channel
+  std::vector<int32_t> width;             ///< W_c per channel
+  std::vector<int32_t> pieceOff; ///< pieces (K_c / W_c) of channels < c
+  int32_t pieces = 0;
+  int32_t w = 1; ///< W_c of the channel being lowered
   int32_t n, total = 0;
   Schedule s;
   /// Last op of the (rank, channel) chain being emitted; kNone at its start.
@@ -71,20 +78,17 @@ private:
   RankId rankAt(int32_t pos) const { return (*ring)[((pos % n) + n) % n]; }
   /// Message sent at step t by position p for (channel, sub-chunk).
   MsgId msg(int32_t ch, int32_t j, int32_t t, int32_t p) const {
-    return ((off[ch] + j) * (numSteps() - 1) + t) * n + ((p % n) + n) % n;
+    return ((pieceOff[ch] + j / w) * (numSteps() - 1) + t) * n +
+           ((p % n) + n) % n;
   }
   /// A fresh scratch unit for the partial sum of reduce-scatter step t >= 1.
   BufferRef scratch(int32_t ch, int32_t j, int32_t t) {
-    int32_t unit = (off[ch] + j) * (n - 1) + (t - 1);
-    return {BufferKind::Scratch, unit, 1};
+    int32_t unit = (off[ch] + j) * (n - 1) + (t - 1) * w;
+    return {BufferKind::Scratch, unit, w};
   }
 
-  static BufferRef in(int32_t unit, int32_t count = 1) {
-    return {BufferKind::Input, unit, count};
-  }
-  static BufferRef out(int32_t unit, int32_t count = 1) {
-    return {BufferKind::Output, unit, count};
-  }
+  BufferRef in(int32_t unit) const { return {BufferKind::Input, unit, w}; }
+  BufferRef out(int32_t unit) const { return {BufferKind::Output, unit, w}; }
 
   /// Appends `op` to rank `r`, chained after the previous op of the chain.
   void emit(RankId r, Op op) {
@@ -122,9 +126,11 @@ void RingLowering::lowerChannel(int32_t p, int32_t ch) {
   const RankId r = rankAt(p), next = rankAt(p + 1), prev = rankAt(p - 1);
   const int32_t steps = numSteps(), k = kc[ch];
   const bool inplace = o.inplace;
+  w = width[ch];
   last = kNone;
+  // Piece j covers the channel's units j .. j + w - 1.
   for (int32_t t = 0; t < steps; ++t) {
-    for (int32_t j = 0; j < k; ++j) {
+    for (int32_t j = 0; j < k; j += w) {
       const MsgId sendMsg = t + 1 < steps ? msg(ch, j, t, p) : kNone;
       const MsgId recvMsg = t > 0 ? msg(ch, j, t - 1, p - 1) : kNone;
       switch (o.collective) {
@@ -191,7 +197,8 @@ void RingLowering::lowerChannel(int32_t p, int32_t ch) {
   }
   // Out-of-place allgather: the rank's own block, off the critical path.
   if (o.collective == Collective::AllGather && !inplace)
-    emitCopy(r, out(dataUnit(r, ch, 0), k), in(localUnit(ch, 0), k));
+    emitCopy(r, {BufferKind::Output, dataUnit(r, ch, 0), k},
+             {BufferKind::Input, localUnit(ch, 0), k});
 }
 
 Schedule RingLowering::run() {
@@ -294,6 +301,17 @@ llvm::Expected<Schedule> lowerRing(const RingOptions &o) {
   std::vector<int32_t> kc = o.channelChunks;
   if (kc.empty())
     kc.assign(o.channels, o.chunks);
+  if (!o.channelWidths.empty() &&
+      static_cast<int64_t>(o.channelWidths.size()) != o.channels)
+    problems.push_back(llvm::formatv("{0} per-channel step widths for {1} "
+                                     "channels",
+                                     o.channelWidths.size(), o.channels));
+  else
+    for (size_t c = 0; c < o.channelWidths.size(); ++c)
+      if (o.channelWidths[c] < 1 || kc[c] % o.channelWidths[c] != 0)
+        problems.push_back(llvm::formatv(
+            "channel {0}: a step width of {1} does not divide its {2} chunks",
+            c, o.channelWidths[c], kc[c]));
   int64_t units = 0;
   for (int32_t x : kc)
     units += x;
@@ -335,7 +353,11 @@ llvm::Expected<Schedule> lowerRing(const RingOptions &o) {
   }
   if (!problems.empty())
     return makeUserError(llvm::join(problems, "\n"));
-  return RingLowering(o, std::move(rings), std::move(kc)).run();
+  std::vector<int32_t> width = o.channelWidths;
+  if (width.empty())
+    width.assign(o.channels, 1);
+  return RingLowering(o, std::move(rings), std::move(kc), std::move(width))
+      .run();
 }
 
 std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
@@ -381,7 +403,7 @@ std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
 
 RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
                                 ir::Collective c, int32_t numRanks,
-                                int32_t chunks) {
+                                int32_t chunks, bool wide) {
   RingOptions ro;
   ro.collective = c;
   ro.numRanks = numRanks;
@@ -396,11 +418,22 @@ RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
   }
   if (quantised) {
     // The search's units are exact shares of a power-of-two total.
-    for (const analysis::RingChannel &rc : rings)
+    for (const analysis::RingChannel &rc : rings) {
       ro.channelChunks.push_back(rc.units * chunks);
+      if (wide)
+        ro.channelWidths.push_back(rc.units);
+    }
     return ro;
   }
-  ro.channelChunks = chunksForShares(shares, chunks);
+  if (!wide) {
+    ro.channelChunks = chunksForShares(shares, chunks);
+    return ro;
+  }
+  // Wide: the shares as units of one step each (as fine as the pipelined
+  // chunks would split them), `chunks` pieces of them.
+  ro.channelWidths = chunksForShares(shares, chunks);
+  for (int32_t w : ro.channelWidths)
+    ro.channelChunks.push_back(w * chunks);
   return ro;
 }
 

@@ -38,6 +38,12 @@ struct RingOptions {
   /// channel): empty (every channel gets `chunks`), or exactly `channels`
   /// counts >= 1. Channel c carries channelChunks[c] / sum of the data.
   std::vector<int32_t> channelChunks = {};
+  /// Per-channel step widths: empty (1), or exactly `channels` counts >= 1,
+  /// each dividing its channel's chunk count. A step of channel c moves a
+  /// run of channelWidths[c] consecutive chunks (MSCCL's `cnt`), so the
+  /// channel pipelines channelChunks[c] / channelWidths[c] pieces: a large
+  /// share costs no more steps per threadblock than a small one.
+  std::vector<int32_t> channelWidths = {};
 };
 
 /// REQUIRES: nothing; invalid options (bad ring order, unsupported
@@ -59,11 +65,15 @@ std::vector<int32_t> chunksForShares(llvm::ArrayRef<double> shares,
 /// (compiler/algorithms/RingSearch.h) for collective `c` on `numRanks`:
 /// one channel per ring in its order, the rings' data shares as chunk
 /// counts: `units * chunks` when the search quantised every ring's share
-/// (RingChannel::units), else chunksForShares of `chunks`. The NIC hops the search chose are
-/// the simulator's route hints (analysis::ringRouteHints).
+/// (RingChannel::units), else chunksForShares of `chunks`. The NIC hops the
+/// search chose are the simulator's route hints (analysis::ringRouteHints).
+/// With `wide`, a channel's share moves in steps as wide as the share
+/// (channelWidths) and `chunks` counts those pieces: a ring carrying six units
+/// per rank then costs one step per ring step, not six
+/// (docs/Algorithms-rings.md, "Wide steps").
 RingOptions searchedRingOptions(llvm::ArrayRef<analysis::RingChannel> rings,
                                 ir::Collective c, int32_t numRanks,
-                                int32_t chunks);
+                                int32_t chunks, bool wide = false);
 
 } // namespace topocc::passes
 

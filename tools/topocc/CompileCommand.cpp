@@ -62,6 +62,7 @@ struct CompileOptions {
   std::string ring;
   std::string treesPerRoot = "auto";
   std::string treeGraph = "physical";
+  std::string ringSteps = "pipelined";
   int components = 0;
   double tolerance = 0;
   std::string wireDtype = "fp32";
@@ -292,9 +293,13 @@ std::string choiceLines(const CompileResult &plan, bool compact = false) {
       std::vector<std::string> order;
       for (ir::RankId r : cr.order)
         order.push_back(std::to_string(r));
-      std::string chan = llvm::join(order, ",") + " (" +
-                         std::to_string(cr.chunks) + " chunk" +
-                         (cr.chunks == 1 ? "" : "s") + ")";
+      std::string chan =
+          llvm::join(order, ",") + " (" + std::to_string(cr.chunks) + " chunk" +
+          (cr.chunks == 1 ? "" : "s") +
+          (cr.stepChunks > 1
+               ? ", " + std::to_string(cr.stepChunks) + " per step"
+               : "") +
+          ")";
       if (compact && !chans.empty() && chan == last) {
         chans.back() = chan + " x " + std::to_string(++run);
         continue;
@@ -693,6 +698,10 @@ llvm::Error runCompile(const CompileOptions &given) {
   if (!treeGraph)
     return treeGraph.takeError();
   req.treeGraph = *treeGraph;
+  auto ringSteps = parseRingSteps(opts.ringSteps);
+  if (!ringSteps)
+    return ringSteps.takeError();
+  req.ringSteps = *ringSteps;
   req.components = opts.components;
   req.tolerance = opts.tolerance;
   req.wireDtype = opts.wireDtype;
@@ -810,7 +819,8 @@ llvm::Error runCompile(const CompileOptions &given) {
       for (ir::RankId r : cr.order)
         order.push_back(int64_t(r));
       ringsJson.push_back(llvm::json::Object{{"order", std::move(order)},
-                                             {"chunks", cr.chunks}});
+                                             {"chunks", cr.chunks},
+                                             {"step_chunks", cr.stepChunks}});
     }
     if (plan->coded)
       explainLines += llvm::formatv("coded schedule: worst per-rank error "
@@ -990,6 +1000,12 @@ void registerCompileCommand(CLI::App &app) {
                   "Ring order for every channel, a permutation of the ranks "
                   "(e.g. 0,3,2,1), or rank-order; default: the ring search's "
                   "rings");
+  cmd->add_option("--ring-steps", opts->ringSteps,
+                  "Ring search: a ring's share of k chunks moves as k "
+                  "pipelined chunks of one step each (pipelined), or in one "
+                  "step per --chunks piece (wide: unequal shares fit the "
+                  "runtime's steps per threadblock)")
+      ->capture_default_str();
   cmd->add_option("--trees-per-root", opts->treesPerRoot,
                   "Trees algorithm: spanning trees per root K (the best "
                   "schedule with exactly K), or auto (the optimum's k)")

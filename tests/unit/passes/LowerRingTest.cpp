@@ -199,6 +199,88 @@ TEST(LowerRingTest, PerChannelOrdersAndSharesVerify) {
     }
 }
 
+TEST(LowerRingTest, WideStepsVerifyAndCostOneStepPerPiece) {
+  // Channel shares 3, 1, 2 (x2 pieces): a wide step moves the whole share,
+  // so every channel has the steps of one chunk per piece; the verifier
+  // proves the collective, in and out of place.
+  for (Collective c : {Collective::AllReduce, Collective::AllGather,
+                       Collective::ReduceScatter})
+    for (bool inplace : {false, true}) {
+      SCOPED_TRACE(std::string(collectiveName(c)) +
+                   (inplace ? " inplace" : " outofplace"));
+      RingOptions o = opts(c, 5, 3, 2, inplace);
+      o.channelOrders = {{0, 1, 2, 3, 4}, {0, 3, 1, 4, 2}, {4, 0, 2, 1, 3}};
+      o.channelChunks = {6, 2, 4};
+      o.channelWidths = {3, 1, 2};
+      auto s = lowerRing(o);
+      ASSERT_TRUE(bool(s)) << errorText(s.takeError());
+      EXPECT_EQ(s->chunksPerLoop, 5 * 12);
+      llvm::Error problems = verifySchedule(*s);
+      EXPECT_FALSE(bool(problems)) << errorText(std::move(problems));
+      // Rank 0 sends to 1 only on channel 0 (width 3) and to 3 only on
+      // channel 1 (width 1; channel 2 sends to 2): 2 pieces x ring steps
+      // each, whatever the width.
+      const int hops = c == Collective::AllReduce ? 2 * 4 : 4;
+      int to1 = 0, to3 = 0;
+      for (const Op &op : s->ranks[0].ops)
+        if (sends(op.kind)) {
+          if (op.sendPeer == 1) {
+            ++to1;
+            EXPECT_EQ(op.wireCount(), 3);
+          }
+          if (op.sendPeer == 3) {
+            ++to3;
+            EXPECT_EQ(op.wireCount(), 1);
+          }
+        }
+      EXPECT_EQ(to1, 2 * hops);
+      EXPECT_EQ(to3, 2 * hops);
+      // Message ids stay dense: one per piece, hop and sender.
+      EXPECT_EQ(s->numMessages(), (2 + 2 + 2) * hops * 5);
+    }
+}
+
+TEST(LowerRingTest, WideStepsErrors) {
+  RingOptions o = opts(Collective::AllReduce, 3, 2);
+  o.channelChunks = {4, 3};
+  o.channelWidths = {2};
+  auto s = lowerRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "1 per-channel step widths for 2 channels");
+  o.channelWidths = {3, 0};
+  s = lowerRing(o);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(errorText(s.takeError()),
+            "channel 0: a step width of 3 does not divide its 4 chunks\n"
+            "channel 1: a step width of 0 does not divide its 3 chunks");
+}
+
+TEST(LowerRingTest, SearchedRingsWide) {
+  // Quantised shares become widths; --chunks counts the pieces.
+  std::vector<analysis::RingChannel> rings(2);
+  rings[0].order = {0, 1, 2};
+  rings[0].units = 3;
+  rings[1].order = {0, 2, 1};
+  rings[1].units = 1;
+  RingOptions o = topocc::passes::searchedRingOptions(
+      rings, Collective::AllReduce, 3, 2, /*wide=*/true);
+  EXPECT_EQ(o.channelChunks, (std::vector<int32_t>{6, 2}));
+  EXPECT_EQ(o.channelWidths, (std::vector<int32_t>{3, 1}));
+  o = topocc::passes::searchedRingOptions(rings, Collective::AllReduce, 3, 2);
+  EXPECT_EQ(o.channelChunks, (std::vector<int32_t>{6, 2}));
+  EXPECT_TRUE(o.channelWidths.empty());
+  // Shares without units: the pipelined split (chunksForShares, 8 units)
+  // gives the widths, and each channel has --chunks pieces of them.
+  rings[0].units = rings[1].units = 0;
+  rings[0].share = 0.75;
+  rings[1].share = 0.25;
+  o = topocc::passes::searchedRingOptions(rings, Collective::AllGather, 3, 4,
+                                          /*wide=*/true);
+  EXPECT_EQ(o.channelWidths, (std::vector<int32_t>{6, 2}));
+  EXPECT_EQ(o.channelChunks, (std::vector<int32_t>{24, 8}));
+}
+
 TEST(LowerRingTest, PerChannelErrors) {
   RingOptions o = opts(Collective::AllReduce, 3, 2);
   o.channelOrders = {{0, 1, 2}};
