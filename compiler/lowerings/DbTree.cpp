@@ -16,6 +16,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace topocc::lowerings {
 
@@ -100,14 +101,22 @@ llvm::Expected<AutoCandidate> DbTreeLoweringCandidate(const AutoContext &ctx) {
   }
   c.request = candidateRequest(ctx.request, Algorithm::DbTree);
   // One tree pair per GPU of a node, so every GPU (and its NIC) heads one
-  // pair, as far as the target's channels allow; 16 units per tree keep
-  // the pipeline of a deep tree full (docs/Algorithms-dbtree.md measures
-  // the choice), 4 serve small sizes.
+  // pair, as far as the target's channels allow. A unit costs each
+  // threadblock one step (fuse makes every child's receive and reduction
+  // one rrc), so 64 units per tree fit MSCCL's 64 steps and keep the
+  // pipeline of a deep tree full; 16 and 4 serve smaller sizes
+  // (docs/Algorithms.md, section 8, measures the choice).
   const int32_t G = static_cast<int32_t>(nodeRanks(ctx.topology)[0].size());
   c.request->channels =
       std::max(1, std::min(G, ctx.request.target.channelLimit() / 4));
-  c.request->chunks = 16;
-  addChunkVariants(c, {4});
+  const int64_t maxSteps = ctx.request.target.maxStepsPerThreadblock;
+  c.request->chunks =
+      maxSteps == ir::TargetLimits::kNoLimit || maxSteps >= 64
+          ? 64
+          : std::max<int32_t>(
+                1, static_cast<int32_t>(llvm::PowerOf2Floor(
+                       static_cast<uint64_t>(std::max<int64_t>(1, maxSteps)))));
+  addChunkVariants(c, {16, 4});
   return c;
 }
 

@@ -21,12 +21,17 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace topocc::passes {
 
 using namespace ir;
 
 namespace {
+
+/// Children of a rank in one tree at most: the next GPU of its node's
+/// chain and two child nodes' heads (the bit tree's fan-out).
+constexpr int32_t kMaxKids = 3;
 
 /// A binary tree over positions 0..n-1 with root 0, as NCCL builds its
 /// trees: position p > 0 with lowest set bit b hangs below p - b + 2b (b
@@ -159,10 +164,15 @@ llvm::Expected<Schedule> lowerDbTree(const DbTreeOptions &o) {
           const std::vector<RankId> &kids = tree.children[r];
           // The partial sum collects in `out` (the input itself in place);
           // a child's message lands in `out` when it is the first out of
-          // place (out = msg + in), else in the unit's scratch slot.
-          const BufferRef slot{BufferKind::Scratch, u, 1};
+          // place (out = msg + in), else in a scratch slot of its own (one
+          // writer and one reader, so fuse makes the pair one rrc and the
+          // slot disappears).
           bool summed = false; // `out` holds this rank's partial sum
-          for (RankId ch : kids) {
+          assert(kids.size() <= static_cast<size_t>(kMaxKids));
+          for (size_t k = 0; k < kids.size(); ++k) {
+            const RankId ch = kids[k];
+            const BufferRef slot{BufferKind::Scratch,
+                                 u * kMaxKids + static_cast<int32_t>(k), 1};
             if (!summed && !o.inplace) {
               emit(r, makeRecv(out, ch, sentUp[ch]), up);
               emit(r, makeLocal(OpKind::Reduce, out, in), up);
@@ -170,7 +180,7 @@ llvm::Expected<Schedule> lowerDbTree(const DbTreeOptions &o) {
               emit(r, makeRecv(slot, ch, sentUp[ch]), up);
               emit(r, makeLocal(OpKind::Reduce, summed ? out : in, slot), up);
               s.ranks[r].scratchChunks =
-                  std::max(s.ranks[r].scratchChunks, u + 1);
+                  std::max(s.ranks[r].scratchChunks, slot.chunk + 1);
             }
             summed = true;
           }

@@ -8,9 +8,23 @@
 // L starts just under the step limit and shrinks until the estimated steps
 // per segment (ops plus the nops legalization adds) fit.
 //
+// A channel's ops on one rank need not share a threadblock: assign-
+// threadblocks gives one to each send peer and each receive peer (an op
+// that sends and receives joins its two peers' into one). Where the
+// segments would need more channels than the output has, or could not be
+// placed (a relay's receive from its parent and send to a child landing in
+// segments whose threadblocks differ), but every such group of a chain
+// fits (a tree relay's receives from three children, one threadblock
+// each), the schedule is tried through assign-threadblocks as it is, and
+// left unsplit when its threadblocks fit. Segments that fit and place are
+// still preferred: they run on threadblocks of their own, in parallel
+// (hier-cerar's phases simulate 1.8x slower unsplit).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/passes/SplitChannels.h"
+
+#include "compiler/passes/AssignThreadblocks.h"
 
 #include "support/Diagnostics.h"
 
@@ -18,6 +32,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <map>
 
 namespace topocc::passes {
@@ -40,6 +55,80 @@ std::vector<std::vector<int32_t>> chainPositions(const Schedule &s,
     }
   }
   return pos;
+}
+
+/// The longest run of ops of one rank, channel and threadblock group (see
+/// the file comment): ops of a (rank, channel) that share a send or a
+/// receive peer are one group; an op without a peer joins its latest
+/// dependency's on the channel. A lower bound on the steps of the fullest
+/// threadblock assign-threadblocks can make without splitting.
+int32_t longestGroup(const Schedule &s) {
+  int32_t longest = 0;
+  for (const RankProgram &rp : s.ranks) {
+    const size_t n = rp.ops.size();
+    std::vector<int32_t> parent(n);
+    for (size_t i = 0; i < n; ++i)
+      parent[i] = static_cast<int32_t>(i);
+    auto find = [&](int32_t x) {
+      while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    auto join = [&](int32_t a, int32_t b) {
+      a = find(a);
+      b = find(b);
+      if (a != b)
+        parent[std::max(a, b)] = std::min(a, b);
+    };
+    std::map<std::pair<ChannelId, RankId>, int32_t> bySend, byRecv;
+    std::map<ChannelId, int32_t> local; ///< a channel's first peerless op
+    for (size_t i = 0; i < n; ++i) {
+      const Op &op = rp.ops[i];
+      const int32_t me = static_cast<int32_t>(i);
+      auto joinFirst = [&](auto &firsts, auto key) {
+        auto [it, fresh] = firsts.try_emplace(key, me);
+        if (!fresh)
+          join(me, it->second);
+      };
+      if (sends(op.kind))
+        joinFirst(bySend, std::pair{op.channel, op.sendPeer});
+      if (receives(op.kind))
+        joinFirst(byRecv, std::pair{op.channel, op.recvPeer});
+      if (sends(op.kind) || receives(op.kind))
+        continue;
+      OpId latest = kNone;
+      for (OpId d : op.deps)
+        if (rp.ops[d].channel == op.channel)
+          latest = std::max(latest, d);
+      if (latest != kNone)
+        join(me, latest);
+      else
+        joinFirst(local, op.channel);
+    }
+    std::map<int32_t, int32_t> size;
+    for (size_t i = 0; i < n; ++i)
+      longest = std::max(longest, ++size[find(static_cast<int32_t>(i))]);
+  }
+  return longest;
+}
+
+/// Whether assign-threadblocks places `s` as it is within `maxSteps` per
+/// threadblock (nops included), tried on a copy.
+bool assignsWithin(const Schedule &s, int32_t maxSteps) {
+  Schedule trial = s;
+  ThreadblockLimits limits;
+  limits.maxSteps = maxSteps;
+  limits.maxThreadblocks = std::numeric_limits<int32_t>::max();
+  if (llvm::Error err = assignThreadblocks(trial, limits)) {
+    llvm::consumeError(std::move(err));
+    return false;
+  }
+  return true;
+}
+
+/// Whether `s` fits unsplit (see the file comment).
+bool fitsUnsplit(const Schedule &s, int32_t maxSteps) {
+  return longestGroup(s) <= maxSteps && assignsWithin(s, maxSteps);
 }
 
 /// The receiving half of a split op: keeps the receive, writes its result.
@@ -162,7 +251,9 @@ llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
     Split plan = splitWith(s, pos, len);
     if (plan.worstSteps > maxSteps)
       continue;
-    if (plan.result.numChannels > maxChannels)
+    if (plan.result.numChannels > maxChannels) {
+      if (fitsUnsplit(s, maxSteps))
+        return llvm::Error::success();
       return makeUserError(llvm::formatv(
           "the schedule needs {0} steps per threadblock on one channel; "
           "splitting it into segments of at most {1} steps would use {2} "
@@ -170,9 +261,16 @@ llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
           "or raise --max-steps if the runtime was built with a larger "
           "MSCCL_MAX_NUM_STEPS",
           longest, maxSteps, plan.result.numChannels, maxChannels));
+    }
+    // Only a schedule whose threadblock groups fit unsplit has a choice.
+    if (longestGroup(s) <= maxSteps && !assignsWithin(plan.result, maxSteps) &&
+        assignsWithin(s, maxSteps))
+      return llvm::Error::success();
     s = std::move(plan.result);
     return llvm::Error::success();
   }
+  if (fitsUnsplit(s, maxSteps))
+    return llvm::Error::success();
   return makeUserError(llvm::formatv(
       "cannot split the {0}-step chains into segments of at most {1} steps",
       longest, maxSteps));

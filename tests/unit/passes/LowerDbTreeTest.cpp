@@ -2,12 +2,18 @@
 
 #include "compiler/passes/LowerDbTree.h"
 
+#include "compiler/passes/AssignChannels.h"
+#include "compiler/passes/AssignThreadblocks.h"
+#include "compiler/passes/Fuse.h"
+#include "compiler/passes/LegalizeDependencies.h"
+#include "compiler/passes/SplitChannels.h"
 #include "ir/Verifier.h"
 
 #include "tests/support/ErrorText.h"
 
 #include "gtest/gtest.h"
 
+#include <map>
 #include <set>
 
 using namespace topocc;
@@ -69,6 +75,39 @@ TEST(LowerDbTreeTest, VerifiesAsAllReduce) {
           EXPECT_FALSE(bool(problems))
               << topocc::testing::errorMessage(std::move(problems));
         }
+}
+
+TEST(LowerDbTreeTest, OneStepPerUnitAndThreadblock) {
+  // Fuse turns every child's receive and reduction into one rrc (a scratch
+  // slot per child), so each threadblock has one step per unit, nops
+  // included: 16 units fit 16 steps per threadblock. A head's channel holds
+  // 3 ops per unit, too long for split-channels' segments within the 8
+  // channels allowed here, so it stays unsplit because its threadblocks
+  // fit (fattree-multipod: 64 units in MSCCL's 64 steps and 32 channels).
+  auto s = lowerDbTree(layout(4, 4, 2, 16));
+  ASSERT_TRUE(bool(s)) << topocc::testing::errorMessage(s.takeError());
+  passes::fuse(*s);
+  for (const RankProgram &rp : s->ranks)
+    for (const Op &op : rp.ops)
+      ASSERT_NE(op.kind, OpKind::Reduce) << "an unfused reduction";
+  ASSERT_FALSE(bool(passes::assignChannels(*s, 8)));
+  llvm::Error err = passes::splitChannels(*s, 16, 8);
+  ASSERT_FALSE(bool(err)) << topocc::testing::errorMessage(std::move(err));
+  EXPECT_EQ(s->numChannels, 8);
+  passes::ThreadblockLimits limits;
+  limits.maxSteps = 16;
+  err = passes::assignThreadblocks(*s, limits);
+  ASSERT_FALSE(bool(err)) << topocc::testing::errorMessage(std::move(err));
+  passes::legalizeDependencies(*s);
+  int32_t most = 0;
+  for (const RankProgram &rp : s->ranks) {
+    std::map<TbId, int32_t> steps;
+    for (const Op &op : rp.ops)
+      most = std::max(most, ++steps[op.threadblock]);
+  }
+  EXPECT_EQ(most, 16);
+  err = verifySchedule(*s);
+  EXPECT_FALSE(bool(err)) << topocc::testing::errorMessage(std::move(err));
 }
 
 TEST(LowerDbTreeTest, TreesSpanTheRanksWithLogDepthAcrossNodes) {
