@@ -57,11 +57,13 @@ std::vector<std::vector<int32_t>> chainPositions(const Schedule &s,
   return pos;
 }
 
-/// The longest run of ops of one rank, channel and threadblock group (see
-/// the file comment): ops of a (rank, channel) that share a send or a
-/// receive peer are one group; an op without a peer joins its latest
-/// dependency's on the channel. A lower bound on the steps of the fullest
-/// threadblock assign-threadblocks can make without splitting.
+/// The most ops of one rank, channel and threadblock group (see the file
+/// comment): ops of a (rank, channel) that share a send or a receive peer
+/// are one group; an op without a peer joins its latest dependency's on the
+/// channel. A cheap filter before trying assign-threadblocks: a ring's
+/// channel is one group, as long as its chain, and is not tried.
+/// (Assign-threadblocks may still split a group by sub-schedule or merge
+/// groups into free slots; the trial decides.)
 int32_t longestGroup(const Schedule &s) {
   int32_t longest = 0;
   for (const RankProgram &rp : s.ranks) {
