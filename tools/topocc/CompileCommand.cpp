@@ -820,7 +820,7 @@ llvm::Error runCompile(const CompileOptions &given) {
         order.push_back(int64_t(r));
       ringsJson.push_back(llvm::json::Object{{"order", std::move(order)},
                                              {"chunks", cr.chunks},
-                                             {"step_chunks", cr.stepChunks}});
+                                             {"stepChunks", cr.stepChunks}});
     }
     if (plan->coded)
       explainLines += llvm::formatv("coded schedule: worst per-rank error "
