@@ -27,6 +27,7 @@
 #include "compiler/passes/AssignThreadblocks.h"
 
 #include "support/Diagnostics.h"
+#include "support/UnionFind.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -68,29 +69,15 @@ int32_t longestGroup(const Schedule &s) {
   int32_t longest = 0;
   for (const RankProgram &rp : s.ranks) {
     const size_t n = rp.ops.size();
-    std::vector<int32_t> parent(n);
-    for (size_t i = 0; i < n; ++i)
-      parent[i] = static_cast<int32_t>(i);
-    auto find = [&](int32_t x) {
-      while (parent[x] != x)
-        x = parent[x] = parent[parent[x]];
-      return x;
-    };
-    auto join = [&](int32_t a, int32_t b) {
-      a = find(a);
-      b = find(b);
-      if (a != b)
-        parent[std::max(a, b)] = std::min(a, b);
-    };
-    std::map<std::pair<ChannelId, RankId>, int32_t> bySend, byRecv;
-    std::map<ChannelId, int32_t> local; ///< a channel's first peerless op
+    UnionFind groups(n);
+    std::map<std::pair<ChannelId, RankId>, size_t> bySend, byRecv;
+    std::map<ChannelId, size_t> local; ///< a channel's first peerless op
     for (size_t i = 0; i < n; ++i) {
       const Op &op = rp.ops[i];
-      const int32_t me = static_cast<int32_t>(i);
       auto joinFirst = [&](auto &firsts, auto key) {
-        auto [it, fresh] = firsts.try_emplace(key, me);
+        auto [it, fresh] = firsts.try_emplace(key, i);
         if (!fresh)
-          join(me, it->second);
+          groups.join(i, it->second);
       };
       if (sends(op.kind))
         joinFirst(bySend, std::pair{op.channel, op.sendPeer});
@@ -103,13 +90,13 @@ int32_t longestGroup(const Schedule &s) {
         if (rp.ops[d].channel == op.channel)
           latest = std::max(latest, d);
       if (latest != kNone)
-        join(me, latest);
+        groups.join(i, static_cast<size_t>(latest));
       else
         joinFirst(local, op.channel);
     }
-    std::map<int32_t, int32_t> size;
+    std::map<size_t, int32_t> size;
     for (size_t i = 0; i < n; ++i)
-      longest = std::max(longest, ++size[find(static_cast<int32_t>(i))]);
+      longest = std::max(longest, ++size[groups.find(i)]);
   }
   return longest;
 }
