@@ -117,6 +117,14 @@ struct PlanWindow {
 /// that overlap or leave a gap, and the bytes concerned.
 llvm::Error checkPlanWindows(llvm::ArrayRef<PlanWindow> windows);
 
+/// The "format" of a plan set.
+inline constexpr llvm::StringLiteral kPlanSetFormat = "topocc-plan-set";
+
+/// User error unless every plan is of the first's collective, rank count
+/// and in-place mode.
+llvm::Error
+checkPlanVariantsAgree(llvm::ArrayRef<const ir::Schedule *> schedules);
+
 struct PlanVariant {
   PlanWindow window;
   PlanFile plan;

@@ -9,6 +9,8 @@
 //   one DOM    llvm::json::parse of the whole file (what the loader did
 //              before it parsed each program and op on its own; a lower
 //              bound of that loader's cost)
+//   JsonDocument  the whole file as one support/JsonDocument (the parser
+//              the loader uses; it holds one program at a time)
 //   load       backends::loadPlanFile: parse, validate, content hash,
 //              verify the schedule
 //   Plan::load load + the interpreter's dataflow (what a rank runs)
@@ -21,6 +23,7 @@
 
 #include "backends/PlanJson.h"
 #include "runtime/Interpreter.h"
+#include "support/JsonDocument.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -112,11 +115,11 @@ int main(int argc, char **argv) {
       "that only reads the file\n",
       runs);
   llvm::outs() << llvm::formatv("{0,-44} {1,5} {2,8} {3,7} | {4,20} | {5,20} "
-                                "| {6,20}\n",
+                                "| {6,20} | {7,20}\n",
                                 "plan", "ranks", "ops", "MiB", "one DOM",
-                                "load", "Plan::load");
+                                "JsonDocument", "load", "Plan::load");
   llvm::outs() << llvm::formatv("{0,-44} {1,5} {2,8} {3,7} | {4,9} {5,10} | "
-                                "{4,9} {5,10} | {4,9} {5,10}\n",
+                                "{4,9} {5,10} | {4,9} {5,10} | {4,9} {5,10}\n",
                                 "", "", "", "", "ms", "peak MiB");
   int failures = 0;
   for (const std::string &path : files) {
@@ -155,6 +158,13 @@ int main(int argc, char **argv) {
       }
       return true;
     });
+    Measure doc = inChild(runs, [&] {
+      auto b = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+      if (!b)
+        return false;
+      JsonDocument d;
+      return !d.parse((*b)->getBuffer());
+    });
     Measure load = inChild(runs, [&] {
       auto p = backends::loadPlanFile(path);
       if (!p) {
@@ -177,15 +187,15 @@ int main(int argc, char **argv) {
       return std::string(llvm::formatv("{0,9:f1} {1,10:f1}", m.ms,
                                        std::max(0.0, m.peakMiB - base.peakMiB)));
     };
-    failures += dom.ms < 0 || load.ms < 0 || full.ms < 0;
+    failures += dom.ms < 0 || doc.ms < 0 || load.ms < 0 || full.ms < 0;
     std::string name = llvm::StringRef(path).rsplit('/').second.str();
     if (name.empty())
       name = path;
     llvm::outs() << llvm::formatv("{0,-44} {1,5} {2,8} {3,7:f1} | {4} | {5} | "
-                                  "{6}\n",
+                                  "{6} | {7}\n",
                                   name, ranks, ops,
                                   double(text.size()) / (1 << 20), col(dom),
-                                  col(load), col(full));
+                                  col(doc), col(load), col(full));
   }
   return failures ? 1 : 0;
 }

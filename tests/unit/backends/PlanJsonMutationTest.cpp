@@ -6,8 +6,9 @@
 // and out-of-range numbers. Whatever the damage, loading must return (no
 // crash under the sanitizers, no huge allocation), nothing that is not JSON
 // may load, and a plan that loads must write back and load to the same
-// schedule. (The clang fuzz build cannot compile llvm/Support/JSON.h, so the
-// loader has no libFuzzer target; this is its deterministic stand-in.)
+// schedule (the writer is llvm::json's, the check of "not JSON" too). The
+// libFuzzer target tests/fuzz/PlanLoaderFuzzer.cpp explores further; this is
+// its deterministic companion in every test run.
 //
 //===----------------------------------------------------------------------===//
 
