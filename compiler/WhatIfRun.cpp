@@ -183,9 +183,11 @@ analysis::WhatIfRegistry makeWhatIfRegistry() {
   r.add(compiledAlgorithm(Algorithm::Matching,
                           "greedy link-chunk matching on direct GPU links, "
                           "compiled (`compile --algorithm matching`)"));
-  r.add(compiledAlgorithm(Algorithm::DbTree,
-                          "NCCL's double binary tree all-reduce, compiled "
-                          "(`compile --algorithm dbtree`)"));
+  r.add(compiledAlgorithm(
+      Algorithm::DbTree,
+      "NCCL's double binary tree all-reduce, compiled (`compile --algorithm "
+      "dbtree`: a tree pair per GPU of a node)",
+      [](CompileRequest &req) { req.channels = 0; }));
   r.add(compiledAlgorithm(Algorithm::Auto,
                           "what `compile --algorithm auto` chooses "
                           "for the largest size"));

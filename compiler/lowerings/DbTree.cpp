@@ -16,11 +16,19 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
 
 namespace topocc::lowerings {
 
 namespace {
+
+/// --channels auto: one tree pair per GPU of a node, within the target's
+/// channels (four per pair).
+int32_t dbTreeAutoPairs(const topo::Topology &t,
+                        const ir::TargetLimits &target) {
+  const auto nodes = nodeRanks(t);
+  const int32_t G = nodes.empty() ? 1 : static_cast<int32_t>(nodes[0].size());
+  return std::max(1, std::min(G, target.channelLimit() / 4));
+}
 
 llvm::Expected<Lowered> lowerDbTree(const topo::Topology *t,
                                     const CompileRequest &req) {
@@ -31,13 +39,11 @@ llvm::Expected<Lowered> lowerDbTree(const topo::Topology *t,
         "--algorithm dbtree lowers allreduce only, not {0} (NCCL's trees "
         "serve all-reduce; use ring, hier-ring or trees)",
         ir::collectiveName(req.collective)));
-  if (req.channels == 0)
-    return makeUserError("--channels auto applies to --algorithm ring; give "
-                         "dbtree a number of tree pairs");
   if (!req.ringOrder.empty() || req.rankOrder)
     return makeUserError("--ring applies to --algorithm ring, not dbtree");
   // Each tree pair takes four channels (two trees, up and down).
-  if (4 * int64_t(req.channels) > req.target.channelLimit())
+  if (req.channels != 0 &&
+      4 * int64_t(req.channels) > req.target.channelLimit())
     return makeUserError(llvm::formatv(
         "--algorithm dbtree takes four channels per tree pair: --channels {0} "
         "needs {1}, more than the {2} of --emit {3}; use --channels {4} or "
@@ -54,7 +60,10 @@ llvm::Expected<Lowered> lowerDbTree(const topo::Topology *t,
         "trees across them); this topology's GPUs belong to no node (use "
         "ring, trees, dims or matching)");
   o.localOrder = hierLocalOrder(*t, o.nodes[0], req.collective, req.bytes);
-  o.channels = req.channels;
+  // --channels auto: one tree pair per GPU of a node, as far as the
+  // target's channels allow (dbTreeAutoPairs).
+  o.channels =
+      req.channels == 0 ? dbTreeAutoPairs(*t, req.target) : req.channels;
   o.chunks = req.chunks;
   o.inplace = req.inplace;
   o.name = req.name;
@@ -101,21 +110,13 @@ llvm::Expected<AutoCandidate> DbTreeLoweringCandidate(const AutoContext &ctx) {
   }
   c.request = candidateRequest(ctx.request, Algorithm::DbTree);
   // One tree pair per GPU of a node, so every GPU (and its NIC) heads one
-  // pair, as far as the target's channels allow. A unit costs each
-  // threadblock one step (fuse makes every child's receive and reduction
-  // one rrc), so 64 units per tree fit MSCCL's 64 steps and keep the
-  // pipeline of a deep tree full; 16 and 4 serve smaller sizes
-  // (docs/Algorithms.md, section 8, measures the choice).
-  const int32_t G = static_cast<int32_t>(nodeRanks(ctx.topology)[0].size());
-  c.request->channels =
-      std::max(1, std::min(G, ctx.request.target.channelLimit() / 4));
-  const int64_t maxSteps = ctx.request.target.maxStepsPerThreadblock;
+  // pair, as far as the target's channels allow, and as many units as keep
+  // a deep tree's pipeline full within the target's steps; 16 and 4 serve
+  // smaller sizes (docs/Algorithms.md, section 8, measures the choice).
+  // compile --algorithm dbtree has the same defaults.
+  c.request->channels = dbTreeAutoPairs(ctx.topology, ctx.request.target);
   c.request->chunks =
-      maxSteps == ir::TargetLimits::kNoLimit || maxSteps >= 64
-          ? 64
-          : std::max<int32_t>(
-                1, static_cast<int32_t>(llvm::PowerOf2Floor(
-                       static_cast<uint64_t>(std::max<int64_t>(1, maxSteps)))));
+      passes::dbTreeDefaultUnits(ctx.request.target.maxStepsPerThreadblock);
   addChunkVariants(c, {16, 4});
   return c;
 }

@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <cassert>
@@ -51,6 +52,14 @@ std::vector<int32_t> bitTreeParents(int32_t n) {
 }
 
 } // namespace
+
+int32_t dbTreeDefaultUnits(int32_t maxStepsPerThreadblock) {
+  if (maxStepsPerThreadblock >= 64)
+    return 64; // kNoLimit too
+  return std::max<int32_t>(
+      1, static_cast<int32_t>(llvm::PowerOf2Floor(static_cast<uint64_t>(
+             std::max<int32_t>(1, maxStepsPerThreadblock)))));
+}
 
 std::vector<RankTree> dbTreePair(const DbTreeOptions &o, int32_t channel) {
   const int32_t N = static_cast<int32_t>(o.nodes.size());

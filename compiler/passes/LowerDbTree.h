@@ -44,6 +44,14 @@ struct DbTreeOptions {
   std::string name; ///< schedule name; a default is derived when empty
 };
 
+/// The units per tree that keep a deep tree's pipeline full within a
+/// target's steps per threadblock: a unit costs each threadblock one step
+/// (fuse makes every child's receive and reduction one rrc), so 64 where
+/// 64 steps fit, else the largest power of two that fits. What
+/// `compile --algorithm dbtree` uses without --chunks, and auto's first
+/// dbtree candidate (docs/Algorithms.md, section 8).
+int32_t dbTreeDefaultUnits(int32_t maxStepsPerThreadblock);
+
 /// One tree over the ranks: per rank its parent (kNone at the root) and its
 /// children, the chain's next GPU first, then the child nodes' heads.
 struct RankTree {

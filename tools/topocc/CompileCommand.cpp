@@ -25,6 +25,7 @@
 #include "compiler/algorithms/ForestColl.h"
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/Prediction.h"
+#include "compiler/passes/LowerDbTree.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Parser.h"
@@ -71,6 +72,7 @@ struct CompileOptions {
   bool explain = false;
   std::string size = "64M";
   bool sizeGiven = false; ///< --size was on the command line
+  bool chunksGiven = false; ///< --chunks was on the command line
   /// --sizes MIN:MAX: one schedule per size window (compileSizeWindows).
   std::string sizes;
   bool inplace = false;
@@ -675,10 +677,13 @@ llvm::Error runCompile(const CompileOptions &given) {
   if (!algorithm)
     return algorithm.takeError();
   req.algorithm = *algorithm;
+  // auto and dbtree default to --channels auto (dbtree: a tree pair per
+  // GPU of a node).
   auto channels = parseChannels(
-      !opts.channels.empty()
-          ? opts.channels
-          : (req.algorithm == Algorithm::Auto ? "auto" : "1"));
+      !opts.channels.empty() ? opts.channels
+      : (req.algorithm == Algorithm::Auto || req.algorithm == Algorithm::DbTree)
+          ? "auto"
+          : "1");
   if (!channels)
     return channels.takeError();
   req.channels = *channels;
@@ -790,6 +795,11 @@ llvm::Error runCompile(const CompileOptions &given) {
       if (auto err = checkCompileRequest(req))
         return err;
     }
+    // dbtree without --chunks: the units that fill the target's steps, as
+    // auto's dbtree candidate.
+    if (req.algorithm == Algorithm::DbTree && !opts.chunksGiven)
+      req.chunks =
+          passes::dbTreeDefaultUnits(req.target.maxStepsPerThreadblock);
     meta.topologyName = topo->name().str();
     meta.topologyHash = backends::topologyHash(*topo);
     req.name =
@@ -981,7 +991,8 @@ void registerCompileCommand(CLI::App &app) {
                   "Rings (one channel each): 1 to 32 for msccl-xml and "
                   "nccl-graph (MAXCHANNELS), 1 to 64 for plan and ir; or "
                   "auto (the ring search chooses, auto also prices 2 to "
-                  "32); default 1, auto with --algorithm auto");
+                  "32); dbtree: tree pairs (auto: one per GPU of a node); "
+                  "default 1, auto with --algorithm auto or dbtree");
   cmd->add_option("--size", opts->size,
                   "Message size the rings are chosen for (K/M/G/T are "
                   "powers of 1024; docs/CLI.md, Sizes)")
@@ -994,7 +1005,8 @@ void registerCompileCommand(CLI::App &app) {
                   "(docs/CLI.md, compile)");
   cmd->add_option("--chunks", opts->chunks,
                   "Chunks per rank per channel (pipelining); trees: pieces "
-                  "per tree")
+                  "per tree; dbtree: units per tree (default 64, within the "
+                  "target's steps per threadblock)")
       ->capture_default_str();
   cmd->add_option("--ring", opts->ring,
                   "Ring order for every channel, a permutation of the ranks "
@@ -1069,6 +1081,7 @@ void registerCompileCommand(CLI::App &app) {
                   "Textual schedule IR for --run-pass");
   cmd->callback([opts, cmd] {
     opts->sizeGiven = cmd->count("--size") > 0;
+    opts->chunksGiven = cmd->count("--chunks") > 0;
     finishCommand(runCompile(*opts));
   });
 }

@@ -57,6 +57,16 @@ std::vector<int32_t> depths(const RankTree &t) {
   return d;
 }
 
+TEST(LowerDbTreeTest, DefaultUnitsFillTheTargetsSteps) {
+  EXPECT_EQ(passes::dbTreeDefaultUnits(ir::TargetLimits::kNoLimit), 64);
+  EXPECT_EQ(passes::dbTreeDefaultUnits(256), 64);
+  EXPECT_EQ(passes::dbTreeDefaultUnits(64), 64);
+  EXPECT_EQ(passes::dbTreeDefaultUnits(63), 32);
+  EXPECT_EQ(passes::dbTreeDefaultUnits(5), 4);
+  EXPECT_EQ(passes::dbTreeDefaultUnits(1), 1);
+  EXPECT_EQ(passes::dbTreeDefaultUnits(0), 1);
+}
+
 TEST(LowerDbTreeTest, VerifiesAsAllReduce) {
   // The verifier's symbolic semantics prove every rank ends with the sum,
   // and its deadlock and race checks pass, in and out of place.
