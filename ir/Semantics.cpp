@@ -252,7 +252,18 @@ public:
   llvm::Expected<SymbolicResult>
   run(const CombinedGraph *g = nullptr,
       const std::vector<uint32_t> *order = nullptr,
-      std::optional<ChunkBatch> next = std::nullopt);
+      std::optional<ChunkBatch> next = std::nullopt) {
+    SymbolicResult res;
+    if (auto err = runInto(res, g, order, next))
+      return err;
+    return res;
+  }
+  /// run() into `res`, whose vectors are reused: batch after batch, the
+  /// outputs (ranks x chunks values, hundreds of MiB at 1024 ranks) are
+  /// then not allocated, and their pages faulted in, again.
+  llvm::Error runInto(SymbolicResult &res, const CombinedGraph *g,
+                      const std::vector<uint32_t> *order,
+                      std::optional<ChunkBatch> next);
 
 private:
   const Schedule &s;
@@ -415,9 +426,9 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
   return llvm::Error::success();
 }
 
-llvm::Expected<SymbolicResult> Executor::run(const CombinedGraph *given,
-                                             const std::vector<uint32_t> *order,
-                                             std::optional<ChunkBatch> next) {
+llvm::Error Executor::runInto(SymbolicResult &res, const CombinedGraph *given,
+                              const std::vector<uint32_t> *order,
+                              std::optional<ChunkBatch> next) {
   if (next) {
     batch = *next;
     for (SymValue &v : slots)
@@ -451,12 +462,15 @@ llvm::Expected<SymbolicResult> Executor::run(const CombinedGraph *given,
     if (auto err = step(r, id, s.ranks[r].ops[id]))
       return err;
   }
-  SymbolicResult res;
   res.output.resize(s.numRanks);
-  for (RankId r = 0; r < s.numRanks; ++r)
-    for (int32_t c = 0; c < s.nominalOutputChunks(); ++c)
-      res.output[r].push_back(read(r, BufferKind::Output, c));
-  return res;
+  const int32_t outChunks = std::max(0, s.nominalOutputChunks());
+  for (RankId r = 0; r < s.numRanks; ++r) {
+    std::vector<SymValue> &out = res.output[r];
+    out.resize(static_cast<size_t>(outChunks));
+    for (int32_t c = 0; c < outChunks; ++c)
+      out[c] = read(r, BufferKind::Output, c);
+  }
+  return llvm::Error::success();
 }
 
 SymValue sumOver(const Schedule &s, int32_t chunk) {
@@ -494,11 +508,11 @@ llvm::Error executeBatches(
     const CombinedGraph &g, const std::vector<uint32_t> &order,
     llvm::function_ref<bool(ChunkBatch, const SymbolicResult &)> check) {
   Executor e(s);
+  SymbolicResult res; // reused by every batch
   for (const ChunkBatch &batch : batches) {
-    auto res = e.run(&g, &order, batch);
-    if (!res)
-      return res.takeError();
-    if (!check(batch, *res))
+    if (auto err = e.runInto(res, &g, &order, batch))
+      return err;
+    if (!check(batch, res))
       break;
   }
   return llvm::Error::success();
