@@ -363,6 +363,29 @@ private:
     return true;
   }
 
+  enum class Sep { More, Closed, Error };
+  /// After a member or element: ',' (more follow) or `close` (the
+  /// container opened at `at` ends).
+  Sep separator(char close, size_t at, llvm::StringRef container,
+                llvm::StringRef item) {
+    skipSpace();
+    if (peek() == ',') {
+      ++pos;
+      skipSpace();
+      return Sep::More;
+    }
+    if (peek() == close) {
+      ++pos;
+      return Sep::Closed;
+    }
+    if (atEnd())
+      failAt(at, "an " + container + " is not closed");
+    else
+      fail("expected ',' or '" + llvm::Twine(close) + "' after an " + item +
+           ", found " + describe(pos));
+    return Sep::Error;
+  }
+
   /// Moves the top `count` entries of `stack` to `links`; the container
   /// node `n` points at them.
   void close(uint32_t n, size_t base) {
@@ -438,20 +461,11 @@ private:
         if (deferred ? !deferredArray(depth + 1, build)
                      : !value(depth + 1, build))
           return false;
-        skipSpace();
-        if (peek() == ',') {
-          ++pos;
-          skipSpace();
-          continue;
-        }
-        if (peek() == '}') {
-          ++pos;
+        Sep sep = separator('}', at, "object", "object member");
+        if (sep == Sep::Error)
+          return false;
+        if (sep == Sep::Closed)
           break;
-        }
-        return atEnd() ? failAt(at, "an object is not closed")
-                       : fail(llvm::Twine("expected ',' or '}' after an "
-                                          "object member, found ") +
-                              describe(pos));
       }
     }
     if (!build)
@@ -477,20 +491,9 @@ private:
         return failAt(at, "an array is not closed");
       if (!element())
         return false;
-      skipSpace();
-      if (peek() == ',') {
-        ++pos;
-        skipSpace();
-        continue;
-      }
-      if (peek() == ']') {
-        ++pos;
-        return true;
-      }
-      return atEnd() ? failAt(at, "an array is not closed")
-                     : fail(llvm::Twine("expected ',' or ']' after an array "
-                                        "element, found ") +
-                            describe(pos));
+      Sep sep = separator(']', at, "array", "array element");
+      if (sep != Sep::More)
+        return sep == Sep::Closed;
     }
   }
 
