@@ -404,15 +404,21 @@ std::optional<uint64_t> parseHash(llvm::StringRef h) {
 
 /// One plan object: text[span) of the file \p text, the whole plan file
 /// or (`window` given) a variant of a plan set, which also carries its
-/// "minBytes" and "maxBytes". \p root is the object's JSON path.
+/// "minBytes" and "maxBytes". \p root is the object's JSON path. \p parsed:
+/// that span already parsed with "programs" deferred, or null.
 llvm::Expected<PlanFile> parsePlanObject(llvm::StringRef text, JsonSpan span,
                                          llvm::StringRef fileName,
                                          llvm::StringRef root,
-                                         PlanWindow *window) {
+                                         PlanWindow *window,
+                                         const JsonDocument *parsed = nullptr) {
   Reader rd(fileName, text);
-  JsonDocument doc;
-  if (auto e = doc.parse(text, span.begin, span.end, {"programs"}))
-    return rd.syntaxError(*e);
+  JsonDocument own;
+  if (!parsed) {
+    if (auto e = own.parse(text, span.begin, span.end, {"programs"}))
+      return rd.syntaxError(*e);
+    parsed = &own;
+  }
+  const JsonDocument &doc = *parsed;
   PlanFile plan;
   ir::Schedule &s = plan.schedule;
   std::optional<JsonValue> topv = rd.object(doc.root(), root);
@@ -714,8 +720,10 @@ llvm::Expected<PlanSetFile> parsePlanSetJson(llvm::StringRef text,
   if (doc.root().isObject())
     variants = doc.root().get("variants");
   if (!variants) {
-    // A plan file (or text that is neither: parsePlanJson says what).
-    auto plan = parsePlanJson(text, fileName);
+    // A plan file (or text that is neither: parsePlanObject says what), read
+    // from the document at hand: its "programs" are deferred already.
+    auto plan = parsePlanObject(text, JsonSpan{0, text.size()}, fileName, "$",
+                                nullptr, &doc);
     if (!plan)
       return plan.takeError();
     set.variants.push_back({PlanWindow{}, std::move(*plan)});
