@@ -105,12 +105,15 @@ TEST(CompileCerar, ApproximateCodeCarriesItsBound) {
     EXPECT_LE(plan->codedRoundoffGain[d], plan->codedRoundoffGainWorst[d]);
   }
   std::string text = llvm::StringRef(*json).str();
-  std::string negative = errorMessage(
-      backends::parsePlanJson(
-          std::string(text).replace(text.find("\"roundoffGain\": {\"fp32\": "),
-                                    26, "\"roundoffGain\": {\"fp32\": -"),
-          "cerar.json")
-          .takeError());
+  // The fp32 gain negated (the prefix's 25 bytes; 26 ate the first digit,
+  // which llvm::json's parser let through as "-00.3").
+  const std::string prefix = "\"roundoffGain\": {\"fp32\": ";
+  std::string negative =
+      errorMessage(backends::parsePlanJson(
+                       std::string(text).replace(text.find(prefix),
+                                                 prefix.size(), prefix + "-"),
+                       "cerar.json")
+                       .takeError());
   EXPECT_NE(negative.find("$.roundoffGain.fp32: expected a non-negative number"),
             std::string::npos)
       << negative;
