@@ -12,6 +12,7 @@
 #include "ir/Semantics.h"
 
 #include "ir/CombinedGraph.h"
+#include "ir/Fingerprint.h"
 #include "ir/PrinterUtil.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
@@ -480,11 +481,6 @@ SymValue sumOver(const Schedule &s, int32_t chunk) {
   return SymValue{SharedTerms(std::move(terms)), false};
 }
 
-/// Whether the postcondition constrains out[rank][*] at all.
-bool isConstrained(const Schedule &s, RankId rank) {
-  return s.collective != Collective::Reduce || rank == s.root;
-}
-
 double maxDifference(const SymValue &a, const SymValue &b) {
   if (a.isUndefined || b.isUndefined)
     return a.isUndefined == b.isUndefined ? 0.0 : INFINITY;
@@ -498,6 +494,10 @@ double maxDifference(const SymValue &a, const SymValue &b) {
 }
 
 } // namespace
+
+bool isConstrained(const Schedule &s, RankId rank) {
+  return s.collective != Collective::Reduce || rank == s.root;
+}
 
 llvm::Expected<SymbolicResult> execute(const Schedule &s, ChunkBatch batch) {
   return Executor(s, nullptr, batch).run();
@@ -527,12 +527,7 @@ std::vector<ChunkBatch> semanticBatches(const Schedule &s,
   const int64_t need = verifiedSlots(s) * perValue;
   int64_t count = budgetBytes > 0 ? (need + budgetBytes - 1) / budgetBytes : 1;
   count = std::clamp<int64_t>(count, 1, std::max(chunks, 1));
-  bool exact = count > 1;
-  for (const RankProgram &rp : s.ranks)
-    for (const Op &op : rp.ops)
-      exact = exact && op.kind != OpKind::LinComb && op.localCoeff == 1.0 &&
-              op.msgCoeff == 1.0;
-  if (!exact)
+  if (count <= 1 || !isExactSchedule(s))
     return {ChunkBatch{}};
   std::vector<ChunkBatch> out;
   for (int64_t b = 0; b < count; ++b)
@@ -548,25 +543,42 @@ executeWithRounding(const Schedule &s, std::vector<RoundingEvent> &events) {
   return Executor(s, &events).run();
 }
 
-SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk) {
+ExpectedForm expectedForm(const Schedule &s, RankId rank, int32_t chunk) {
   int32_t per = s.numRanks > 0 ? s.chunksPerLoop / s.numRanks : 0;
+  auto input = [](RankId r, int32_t c) {
+    return ExpectedForm{ExpectedForm::Input, r, c};
+  };
+  auto sum = [](int32_t c) { return ExpectedForm{ExpectedForm::Sum, 0, c}; };
   switch (s.collective) {
   case Collective::AllReduce:
-    return sumOver(s, chunk);
+    return sum(chunk);
   case Collective::AllGather:
     if (per <= 0)
-      return undefined();
-    return inputChunk(chunk / per, chunk % per);
+      return {};
+    return input(chunk / per, chunk % per);
   case Collective::ReduceScatter:
-    return sumOver(s, rank * per + chunk);
+    return sum(rank * per + chunk);
   case Collective::Broadcast:
-    return inputChunk(s.root, chunk);
+    return input(s.root, chunk);
   case Collective::Reduce:
-    return rank == s.root ? sumOver(s, chunk) : undefined();
+    return rank == s.root ? sum(chunk) : ExpectedForm{};
   case Collective::AllToAll:
     if (per <= 0)
-      return undefined();
-    return inputChunk(chunk / per, rank * per + chunk % per);
+      return {};
+    return input(chunk / per, rank * per + chunk % per);
+  }
+  return {};
+}
+
+SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk) {
+  ExpectedForm f = expectedForm(s, rank, chunk);
+  switch (f.kind) {
+  case ExpectedForm::Input:
+    return inputChunk(f.rank, f.chunk);
+  case ExpectedForm::Sum:
+    return sumOver(s, f.chunk);
+  case ExpectedForm::Undefined:
+    break;
   }
   return undefined();
 }
@@ -589,34 +601,20 @@ public:
   /// The input chunk of out[rank][chunk]'s expected terms (0 when it has
   /// none), without building a sum.
   int32_t inputChunk(RankId rank, int32_t chunk) const {
-    if (int32_t c = sumChunk(rank, chunk); c >= 0)
-      return c;
-    SymValue v = expectedOutput(s, rank, chunk);
-    return v.terms.empty() ? 0 : v.terms.chunkOfFirst();
+    ExpectedForm f = expectedForm(s, rank, chunk);
+    return f.kind == ExpectedForm::Undefined ? 0 : f.chunk;
   }
   SymValue get(RankId rank, int32_t chunk) {
-    const int32_t sum = sumChunk(rank, chunk);
-    if (sum < 0)
+    ExpectedForm f = expectedForm(s, rank, chunk);
+    if (f.kind != ExpectedForm::Sum)
       return expectedOutput(s, rank, chunk);
-    auto [it, fresh] = sums.try_emplace(sum);
+    auto [it, fresh] = sums.try_emplace(f.chunk);
     if (fresh)
-      it->second = sumOver(s, sum);
+      it->second = sumOver(s, f.chunk);
     return it->second;
   }
 
 private:
-  /// The chunk whose sum over the ranks out[rank][chunk] must hold; -1
-  /// when it is not such a sum.
-  int32_t sumChunk(RankId rank, int32_t chunk) const {
-    int32_t per = s.numRanks > 0 ? s.chunksPerLoop / s.numRanks : 0;
-    if (s.collective == Collective::AllReduce ||
-        (s.collective == Collective::Reduce && rank == s.root))
-      return chunk;
-    if (s.collective == Collective::ReduceScatter)
-      return rank * per + chunk;
-    return -1;
-  }
-
   const Schedule &s;
   std::map<int32_t, SymValue> sums;
 };

@@ -176,8 +176,21 @@ struct RoundingEvent {
 llvm::Expected<SymbolicResult>
 executeWithRounding(const Schedule &s, std::vector<RoundingEvent> &events);
 
-/// The value the collective requires at out[rank][chunk]. For reduce, the
-/// outputs of ranks other than the root are unconstrained: undefined.
+/// What the collective requires at out[rank][chunk], without building it:
+/// input chunk `chunk` of `rank` (Input), the sum over all ranks of input
+/// chunk `chunk` (Sum), or nothing (Undefined: for reduce, the outputs of
+/// ranks other than the root are unconstrained).
+struct ExpectedForm {
+  enum Kind { Undefined, Input, Sum } kind = Undefined;
+  RankId rank = 0;
+  int32_t chunk = 0;
+};
+ExpectedForm expectedForm(const Schedule &s, RankId rank, int32_t chunk);
+
+/// Whether the postcondition constrains out[rank][*] at all.
+bool isConstrained(const Schedule &s, RankId rank);
+
+/// The value the collective requires at out[rank][chunk] (expectedForm).
 SymValue expectedOutput(const Schedule &s, RankId rank, int32_t chunk);
 
 /// Per rank, the largest absolute coefficient difference between the computed
