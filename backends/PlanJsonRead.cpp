@@ -66,8 +66,6 @@ llvm::Error verifyPlanSchedule(const ir::Schedule &s, double errorBound) {
 
 //===-- reader ------------------------------------------------------------===//
 
-//===-- reader ------------------------------------------------------------===//
-
 namespace {
 
 using JsonKind = JsonValue::Kind;

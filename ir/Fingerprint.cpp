@@ -54,7 +54,7 @@ public:
         write(r, BufferKind::Input, c, fingerprintWeight(r, c));
     for (uint32_t v : order) {
       RankId r = g.rankOf(v);
-      OpId id = g.opOf(v);
+      OpId id = OpId(v - g.rankBase[r]);
       if (auto err = step(r, id, s.ranks[r].ops[id]))
         return err;
     }

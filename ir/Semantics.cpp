@@ -459,7 +459,7 @@ llvm::Error Executor::runInto(SymbolicResult &res, const CombinedGraph *given,
   const CombinedGraph &g = *given;
   for (uint32_t v : *order) {
     RankId r = g.rankOf(v);
-    OpId id = g.opOf(v);
+    OpId id = OpId(v - g.rankBase[r]);
     if (auto err = step(r, id, s.ranks[r].ops[id]))
       return err;
   }
@@ -516,25 +516,6 @@ llvm::Error executeBatches(
       break;
   }
   return llvm::Error::success();
-}
-
-std::vector<ChunkBatch> semanticBatches(const Schedule &s,
-                                        int64_t budgetBytes) {
-  const int32_t chunks = s.nominalInputChunks();
-  // A partial sum: its bits, a body and its control block, and the malloc
-  // headers (SharedTerms): about ranks / 8 + 128 bytes, one per slot.
-  const int64_t perValue = s.numRanks / 8 + 128;
-  const int64_t need = verifiedSlots(s) * perValue;
-  int64_t count = budgetBytes > 0 ? (need + budgetBytes - 1) / budgetBytes : 1;
-  count = std::clamp<int64_t>(count, 1, std::max(chunks, 1));
-  if (count <= 1 || !isExactSchedule(s))
-    return {ChunkBatch{}};
-  std::vector<ChunkBatch> out;
-  for (int64_t b = 0; b < count; ++b)
-    out.push_back(ChunkBatch{
-        int32_t(chunks * b / count),
-        b + 1 == count ? INT32_MAX : int32_t(chunks * (b + 1) / count)});
-  return out;
 }
 
 llvm::Expected<SymbolicResult>

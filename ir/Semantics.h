@@ -118,12 +118,6 @@ struct ChunkBatch {
   bool contains(int32_t chunk) const { return chunk >= begin && chunk < end; }
 };
 
-/// The batches the verifier checks `s`'s semantics in: one (every chunk)
-/// unless `s` is exact and the estimated memory of its partial sums is
-/// above `budgetBytes`; then ranges of input chunks, each within it.
-std::vector<ChunkBatch> semanticBatches(const Schedule &s,
-                                        int64_t budgetBytes = int64_t(2) << 30);
-
 /// Final contents of every rank's output (and in-place aliased) chunks.
 struct SymbolicResult {
   /// [rank][chunk] of the output buffer as the collective defines it

@@ -666,7 +666,7 @@ void Verifier::checkRaces(const CombinedGraph &g,
     if (topoPos[u] > topoPos[v])
       return false;
     RankId ru = g.rankOf(u), rv = g.rankOf(v);
-    OpId iu = g.opOf(u), iv = g.opOf(v);
+    OpId iu = OpId(u - g.rankBase[ru]), iv = OpId(v - g.rankBase[rv]);
     if (ru == rv) {
       const Op &ou = s.ranks[ru].ops[iu], &ov = s.ranks[rv].ops[iv];
       if (programOrder && ou.threadblock != kNone &&
@@ -684,6 +684,7 @@ void Verifier::checkRaces(const CombinedGraph &g,
     // accesses to one slot, almost always ordered by that rank's own
     // dependencies: the search stays within one rank's ops), then through
     // every rank.
+    const uint32_t lo = g.rankBase[ru], hi = g.rankBase[ru + 1]; // ru's ops
     auto search = [&](bool sameRank) {
       ++curStamp;
       stack.assign(1, v);
@@ -696,7 +697,7 @@ void Verifier::checkRaces(const CombinedGraph &g,
           if (p == u)
             return true;
           if (stamp[p] == curStamp || topoPos[p] < topoPos[u] ||
-              (sameRank && g.rankOf(p) != ru))
+              (sameRank && (p < lo || p >= hi)))
             continue;
           stamp[p] = curStamp;
           stack.push_back(p);
@@ -749,7 +750,7 @@ void Verifier::checkRaces(const CombinedGraph &g,
     if (full())
       return;
     RankId r = g.rankOf(v);
-    const Op &op = s.ranks[r].ops[g.opOf(v)];
+    const Op &op = s.ranks[r].ops[v - g.rankBase[r]];
     unsigned f = opFlags(op.kind);
     acc.clear();
     auto add = [&](const BufferRef &b, bool read, bool write) {
@@ -839,9 +840,7 @@ void Verifier::checkSemantics(const CombinedGraph &g,
     for (int32_t c : chunks)
       batches.push_back(ChunkBatch{c, c + 1});
   } else {
-    // Batch by batch of input chunks when the partial sums of one execution
-    // would not fit in memory (semanticBatches): the same verdict.
-    batches = semanticBatches(s);
+    batches.push_back(ChunkBatch{}); // coded: one execution, every chunk
   }
   const size_t before = problems.size();
   llvm::Error err = executeBatches(

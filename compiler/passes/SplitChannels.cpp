@@ -133,29 +133,133 @@ OpKind receivingHalf(OpKind k) {
   }
 }
 
-/// One way of splitting: the split schedule and what it costs.
-struct Split {
-  Schedule result;
-  int32_t maxSegment = 0;
-  int32_t worstSteps = 0; ///< estimated steps of the fullest threadblock
+/// What the search over segment lengths reads of an op, gathered once: its
+/// chain position, those of the sending ops of the messages it receives
+/// and sends (-1 when it does not), its channel and its dependencies.
+/// Every trial length then walks flat arrays instead of the schedule.
+struct ChainOp {
+  int32_t own = 0, recvPos = -1, sendPos = -1;
+  ChannelId channel = 0;
+  bool rrs = false; ///< a recv-reduce-send: its split adds a copy
+};
+struct Chains {
+  std::vector<std::vector<ChainOp>> ops;      ///< per rank
+  std::vector<std::vector<uint32_t>> depFrom; ///< per rank, CSR into deps
+  std::vector<std::vector<OpId>> deps;
+  int32_t longest = 0;
 };
 
-/// Splits `s` with segment length `len`.
-Split splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
-               int32_t len) {
+Chains gatherChains(const Schedule &s) {
+  Chains ch;
+  int32_t longest = 0;
+  std::vector<std::vector<int32_t>> pos = chainPositions(s, longest);
+  ch.longest = longest;
   std::vector<MsgEnds> ends = indexMessages(s);
-  auto msgSegment = [&](MsgId m) {
+  auto senderPos = [&](MsgId m) {
     const MsgEnds &e = ends[m];
-    return pos[e.sender][e.sendOp] / len;
+    return pos[e.sender][e.sendOp];
   };
-  Split plan;
-  plan.result = s;
-  Schedule &out = plan.result;
-  const int32_t base = s.numChannels;
-  auto channelFor = [&](ChannelId c, int32_t seg) {
-    plan.maxSegment = std::max(plan.maxSegment, seg);
-    return c + base * seg;
+  ch.ops.resize(s.ranks.size());
+  ch.depFrom.resize(s.ranks.size());
+  ch.deps.resize(s.ranks.size());
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    const std::vector<Op> &ops = s.ranks[r].ops;
+    ch.depFrom[r].push_back(0);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op &op = ops[i];
+      ChainOp c;
+      c.own = pos[r][i];
+      if (receives(op.kind))
+        c.recvPos = senderPos(op.recvMsg);
+      if (sends(op.kind))
+        c.sendPos = senderPos(op.sendMsg);
+      c.channel = op.channel;
+      c.rrs = op.kind == OpKind::RecvReduceSend;
+      ch.ops[r].push_back(c);
+      ch.deps[r].insert(ch.deps[r].end(), op.deps.begin(), op.deps.end());
+      ch.depFrom[r].push_back(static_cast<uint32_t>(ch.deps[r].size()));
+    }
+  }
+  return ch;
+}
+
+/// Where splitting with one segment length puts an op: the channel of its
+/// receiving half (the op itself when it is not split) and of the op that
+/// carries its result (its send half when split).
+struct Placement {
+  ChannelId first = 0, result = 0;
+};
+
+/// A segment length's cost: the last segment used and the estimated steps
+/// of the fullest (rank, channel): ops, plus one nop for every cross-channel
+/// dependency beyond the first of an op. With `where`, every op's
+/// placement too.
+struct SplitCost {
+  int32_t maxSegment = 0;
+  int32_t worstSteps = 0;
+};
+SplitCost measureSplit(const Chains &ch, int32_t base, int32_t len,
+                       std::vector<std::vector<Placement>> *where) {
+  SplitCost cost;
+  // Channels are c + base * segment, segment <= (longest chain - 1) / len.
+  std::vector<int32_t> steps(
+      static_cast<size_t>(base) * (std::max(ch.longest - 1, 0) / len + 1), 0);
+  std::vector<Placement> placed;
+  auto channelFor = [&](ChannelId c, int32_t pos) {
+    return c + base * (pos / len);
   };
+  auto use = [&](ChannelId c) { // the last segment is the one used
+    cost.maxSegment = std::max(cost.maxSegment, c / base);
+    return c;
+  };
+  for (size_t r = 0; r < ch.ops.size(); ++r) {
+    const std::vector<ChainOp> &ops = ch.ops[r];
+    const std::vector<uint32_t> &from = ch.depFrom[r];
+    const std::vector<OpId> &deps = ch.deps[r];
+    std::fill(steps.begin(), steps.end(), 0);
+    placed.assign(ops.size(), Placement{kNone, kNone});
+    auto count = [&](ChannelId c, size_t i) {
+      int32_t cross = 0;
+      for (uint32_t e = from[i]; e < from[i + 1]; ++e)
+        cross += placed[deps[e]].result != c;
+      steps[c] += 1 + std::max(0, cross - 1);
+    };
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const ChainOp &op = ops[i];
+      ChannelId recvCh =
+          channelFor(op.channel, op.recvPos >= 0 ? op.recvPos : op.own);
+      ChannelId sendCh =
+          channelFor(op.channel, op.sendPos >= 0 ? op.sendPos : op.own);
+      if (op.recvPos < 0 || op.sendPos < 0 || recvCh == sendCh) {
+        ChannelId c = use(op.recvPos >= 0 ? recvCh : sendCh);
+        count(c, i);
+        placed[i] = {c, c};
+        continue;
+      }
+      // The copy of rrs (or the receiving half) after the op's deps, the
+      // receiving half after the copy, the send after the receiving half.
+      count(use(recvCh), i);
+      use(sendCh);
+      if (op.rrs)
+        steps[recvCh] += 1;
+      steps[sendCh] += 1;
+      placed[i] = {recvCh, sendCh};
+    }
+    for (int32_t n : steps)
+      cost.worstSteps = std::max(cost.worstSteps, n);
+    if (where)
+      (*where)[r] = placed;
+  }
+  return cost;
+}
+
+/// `s` split as `where` places its ops (measureSplit), on `channels`
+/// channels.
+Schedule buildSplit(const Schedule &s,
+                    const std::vector<std::vector<Placement>> &where,
+                    int32_t channels) {
+  Schedule out = s;
+  out.numChannels = channels;
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     const RankProgram &in = s.ranks[r];
     RankProgram &rp = out.ranks[r];
@@ -165,22 +269,19 @@ Split splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
       Op op = in.ops[i];
       for (OpId &d : op.deps)
         d = newId[d];
-      int32_t own = pos[r][i] / len;
-      int32_t recvSeg = receives(op.kind) ? msgSegment(op.recvMsg) : own;
-      int32_t sendSeg = sends(op.kind) ? msgSegment(op.sendMsg) : own;
-      if (!(receives(op.kind) && sends(op.kind)) || recvSeg == sendSeg) {
-        op.channel = channelFor(in.ops[i].channel,
-                                receives(op.kind) ? recvSeg : sendSeg);
+      const Placement &at = where[r][i];
+      if (at.first == at.result) {
+        op.channel = at.result;
         newId[i] = static_cast<OpId>(rp.ops.size());
         rp.ops.push_back(std::move(op));
         continue;
       }
-      // recv ... -> [recv half on recvSeg] ; send(result) on sendSeg.
+      // recv ... -> [recv half on its segment] ; send(result) on the send's.
       Op first = op;
       first.kind = receivingHalf(op.kind);
       first.sendPeer = kNone;
       first.sendMsg = kNone;
-      first.channel = channelFor(in.ops[i].channel, recvSeg);
+      first.channel = at.first;
       if (op.kind == OpKind::RecvReduceSend) {
         // rrs(x) -> copy(t <- x) ; rrc(t <- t + msg) ; send(t), with t a fresh
         // scratch slot: rrs writes nothing, and the reduction keeps its local
@@ -193,7 +294,7 @@ Split splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
         copy.src = op.src;
         copy.dst = t;
         copy.deps = op.deps;
-        copy.channel = first.channel;
+        copy.channel = at.first;
         first.src = t;
         first.dst = t;
         first.deps = {static_cast<OpId>(rp.ops.size())};
@@ -204,26 +305,14 @@ Split splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
       second.src = first.dst;
       second.sendPeer = op.sendPeer;
       second.sendMsg = op.sendMsg;
-      second.channel = channelFor(in.ops[i].channel, sendSeg);
+      second.channel = at.result;
       second.deps = {static_cast<OpId>(rp.ops.size())};
       rp.ops.push_back(std::move(first));
       newId[i] = static_cast<OpId>(rp.ops.size());
       rp.ops.push_back(std::move(second));
     }
-    // Estimated steps per channel: ops, plus one nop for every cross-channel
-    // dependency beyond the first of an op.
-    std::map<ChannelId, int32_t> steps;
-    for (const Op &op : rp.ops) {
-      int32_t cross = 0;
-      for (OpId d : op.deps)
-        cross += rp.ops[d].channel != op.channel;
-      steps[op.channel] += 1 + std::max(0, cross - 1);
-    }
-    for (auto &[c, n] : steps)
-      plan.worstSteps = std::max(plan.worstSteps, n);
   }
-  out.numChannels = base * (plan.maxSegment + 1);
-  return plan;
+  return out;
 }
 
 } // namespace
@@ -231,16 +320,20 @@ Split splitWith(const Schedule &s, const std::vector<std::vector<int32_t>> &pos,
 llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
   assert(s.stage == Stage::ChannelsAssigned && "runs after assignChannels");
   int32_t longest = 0;
-  std::vector<std::vector<int32_t>> pos = chainPositions(s, longest);
+  chainPositions(s, longest);
   if (longest <= maxSteps || maxSteps < 2)
     return llvm::Error::success();
+  const Chains chains = gatherChains(s);
   // Each boundary adds at most a split half per segment; shrink until the
   // fullest segment fits.
   for (int32_t len = maxSteps - 1; len >= 1; len -= std::max(1, len / 16)) {
-    Split plan = splitWith(s, pos, len);
-    if (plan.worstSteps > maxSteps)
+    if (measureSplit(chains, s.numChannels, len, nullptr).worstSteps > maxSteps)
       continue;
-    if (plan.result.numChannels > maxChannels) {
+    std::vector<std::vector<Placement>> where(s.ranks.size());
+    const int32_t channels =
+        s.numChannels *
+        (measureSplit(chains, s.numChannels, len, &where).maxSegment + 1);
+    if (channels > maxChannels) {
       if (fitsUnsplit(s, maxSteps))
         return llvm::Error::success();
       return makeUserError(llvm::formatv(
@@ -249,13 +342,14 @@ llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
           "channels, more than MSCCL's {3}; use fewer --channels or --chunks, "
           "or raise --max-steps if the runtime was built with a larger "
           "MSCCL_MAX_NUM_STEPS",
-          longest, maxSteps, plan.result.numChannels, maxChannels));
+          longest, maxSteps, channels, maxChannels));
     }
+    Schedule split = buildSplit(s, where, channels);
     // Only a schedule whose threadblock groups fit unsplit has a choice.
-    if (longestGroup(s) <= maxSteps && !assignsWithin(plan.result, maxSteps) &&
+    if (longestGroup(s) <= maxSteps && !assignsWithin(split, maxSteps) &&
         assignsWithin(s, maxSteps))
       return llvm::Error::success();
-    s = std::move(plan.result);
+    s = std::move(split);
     return llvm::Error::success();
   }
   if (fitsUnsplit(s, maxSteps))
