@@ -12,10 +12,7 @@
 
 #include "ir/CombinedGraph.h"
 #include "ir/Semantics.h"
-#include "support/Diagnostics.h"
-
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/SmallVector.h"
+#include "ir/SlotStore.h"
 
 #include <algorithm>
 
@@ -46,12 +43,13 @@ uint64_t mix(uint64_t x) {
 
 class FingerprintExecutor {
 public:
-  explicit FingerprintExecutor(const Schedule &s) : s(s) {}
+  explicit FingerprintExecutor(const Schedule &s)
+      : s(s), store(s, kUndefined) {}
 
   llvm::Error run(const CombinedGraph &g, const std::vector<uint32_t> &order) {
     for (RankId r = 0; r < s.numRanks; ++r)
       for (int32_t c = 0; c < s.nominalInputChunks(); ++c)
-        write(r, BufferKind::Input, c, fingerprintWeight(r, c));
+        store.write(r, BufferKind::Input, c, fingerprintWeight(r, c));
     for (uint32_t v : order) {
       RankId r = g.rankOf(v);
       OpId id = OpId(v - g.rankBase[r]);
@@ -62,82 +60,50 @@ public:
   }
 
   uint64_t read(RankId r, BufferKind b, int64_t chunk) const {
-    CanonicalSlot c = canonicalSlot(s, r, b, chunk);
-    if (int64_t i = index.index(r, c); i >= 0)
-      return slots[i];
-    auto it = overflow.find(slotKey(r, c));
-    return it == overflow.end() ? kUndefined : it->second;
+    return store.read(r, b, chunk);
   }
 
 private:
-  using Values = llvm::SmallVector<uint64_t, 4>;
-
-  void write(RankId r, BufferKind b, int64_t chunk, uint64_t v) {
-    CanonicalSlot c = canonicalSlot(s, r, b, chunk);
-    if (int64_t i = index.index(r, c); i >= 0)
-      slots[i] = v;
-    else
-      overflow[slotKey(r, c)] = v;
-  }
-  Values readRef(RankId r, const BufferRef &ref) const {
-    Values vals;
-    for (int32_t i = 0; i < ref.count; ++i)
-      vals.push_back(read(r, ref.buffer, int64_t(ref.chunk) + i));
-    return vals;
-  }
-  void writeRef(RankId r, const BufferRef &ref, const Values &vals) {
-    for (int32_t i = 0; i < ref.count; ++i)
-      write(r, ref.buffer, int64_t(ref.chunk) + i,
-            i < int32_t(vals.size()) ? vals[i] : kUndefined);
-  }
+  using Store = SlotStore<uint64_t, 4>;
+  using Values = Store::Values;
   llvm::Error step(RankId r, OpId id, const Op &op);
 
   const Schedule &s;
-  SlotIndex index{s};
-  std::vector<uint64_t> slots =
-      std::vector<uint64_t>(static_cast<size_t>(index.numSlots()), kUndefined);
-  llvm::DenseMap<uint64_t, uint64_t> overflow;
-  llvm::DenseMap<MsgId, Values> messages;
+  Store store;
 };
 
 llvm::Error FingerprintExecutor::step(RankId r, OpId id, const Op &op) {
   unsigned f = opFlags(op.kind);
   if (f & OF_RV) {
-    auto it = messages.find(op.recvMsg);
-    if (it == messages.end())
-      return makeInternalError("semantics: rank " + llvm::Twine(r) + " %" +
-                               llvm::Twine(id) + " receives message " +
-                               llvm::Twine(op.recvMsg) +
-                               ", which was never sent");
-    Values msg = std::move(it->second);
-    messages.erase(it);
     int32_t n = std::max(0, op.wireCount());
-    msg.resize(std::max<size_t>(msg.size(), size_t(n)), kUndefined);
-    Values result(msg.begin(), msg.begin() + n);
+    auto msg = store.receive(r, id, op.recvMsg, n);
+    if (!msg)
+      return msg.takeError();
+    Values result(msg->begin(), msg->begin() + n);
     if (f & OF_RE) {
-      Values local = readRef(r, op.src);
+      Values local = store.readRef(r, op.src);
       for (int32_t i = 0; i < n; ++i)
         result[i] =
             add(i < int32_t(local.size()) ? local[i] : kUndefined, result[i]);
     }
     if (f & OF_WD)
-      writeRef(r, op.dst, result);
+      store.writeRef(r, op.dst, result);
     if (f & OF_SN)
-      messages[op.sendMsg] = std::move(result);
+      store.send(op.sendMsg, std::move(result));
     return llvm::Error::success();
   }
   switch (op.kind) {
   case OpKind::Send:
-    messages[op.sendMsg] = readRef(r, op.src);
+    store.send(op.sendMsg, store.readRef(r, op.src));
     break;
   case OpKind::Copy:
-    writeRef(r, op.dst, readRef(r, op.src));
+    store.writeRef(r, op.dst, store.readRef(r, op.src));
     break;
   case OpKind::Reduce: {
-    Values d = readRef(r, op.dst), v = readRef(r, op.src);
+    Values d = store.readRef(r, op.dst), v = store.readRef(r, op.src);
     for (size_t i = 0; i < d.size(); ++i)
       d[i] = add(d[i], i < v.size() ? v[i] : kUndefined);
-    writeRef(r, op.dst, d);
+    store.writeRef(r, op.dst, std::move(d));
     break;
   }
   default: // nop; lincomb is outside this file's REQUIRES

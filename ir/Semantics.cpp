@@ -14,6 +14,7 @@
 #include "ir/CombinedGraph.h"
 #include "ir/Fingerprint.h"
 #include "ir/PrinterUtil.h"
+#include "ir/SlotStore.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
 
@@ -271,39 +272,22 @@ private:
   /// Rounding events (executeWithRounding), or null.
   std::vector<RoundingEvent> *events;
   ChunkBatch batch; ///< input chunks whose terms are tracked
-  SlotIndex index{s};
-  /// By SlotIndex; slots outside it (malformed operands) in `overflow`.
-  std::vector<SymValue> slots =
-      std::vector<SymValue>(static_cast<size_t>(index.numSlots()));
-  llvm::DenseMap<uint64_t, SymValue> overflow;
   /// A ref's values: one for most ops, without a heap allocation.
-  using Values = llvm::SmallVector<SymValue, 1>;
-  llvm::DenseMap<MsgId, Values> messages;
+  using Store = SlotStore<SymValue, 1>;
+  using Values = Store::Values;
+  Store store{s, undefined()};
 
   SymValue read(RankId r, BufferKind b, int64_t chunk) const {
-    CanonicalSlot c = canonicalSlot(s, r, b, chunk);
-    if (int64_t i = index.index(r, c); i >= 0)
-      return slots[i];
-    auto it = overflow.find(slotKey(r, c));
-    return it == overflow.end() ? undefined() : it->second;
+    return store.read(r, b, chunk);
   }
   void write(RankId r, BufferKind b, int64_t chunk, SymValue v) {
-    CanonicalSlot c = canonicalSlot(s, r, b, chunk);
-    if (int64_t i = index.index(r, c); i >= 0)
-      slots[i] = std::move(v);
-    else
-      overflow[slotKey(r, c)] = std::move(v);
+    store.write(r, b, chunk, std::move(v));
   }
   Values readRef(RankId r, const BufferRef &ref) const {
-    Values vals;
-    for (int32_t i = 0; i < ref.count; ++i)
-      vals.push_back(read(r, ref.buffer, int64_t(ref.chunk) + i));
-    return vals;
+    return store.readRef(r, ref);
   }
   void writeRef(RankId r, const BufferRef &ref, Values vals) {
-    for (int32_t i = 0; i < ref.count; ++i)
-      write(r, ref.buffer, int64_t(ref.chunk) + i,
-            i < int32_t(vals.size()) ? std::move(vals[i]) : undefined());
+    store.writeRef(r, ref, std::move(vals));
   }
   llvm::Error step(RankId r, OpId id, const Op &op);
   /// A coefficient as the runtime's kernels use it: cast to fp32 when
@@ -353,16 +337,11 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
   unsigned f = opFlags(op.kind);
   Values result;
   if (f & OF_RV) {
-    auto it = messages.find(op.recvMsg);
-    if (it == messages.end())
-      return makeInternalError("semantics: rank " + llvm::Twine(r) + " %" +
-                               llvm::Twine(id) + " receives message " +
-                               llvm::Twine(op.recvMsg) +
-                               ", which was never sent");
-    Values msg = std::move(it->second);
-    messages.erase(it);
     int32_t n = op.wireCount();
-    msg.resize(std::max<size_t>(msg.size(), std::max(0, n)), undefined());
+    auto received = store.receive(r, id, op.recvMsg, n);
+    if (!received)
+      return received.takeError();
+    Values &msg = *received;
     if (f & OF_RE) {
       Values local = readRef(r, op.src);
       for (int32_t i = 0; i < n; ++i) {
@@ -380,12 +359,12 @@ llvm::Error Executor::step(RankId r, OpId id, const Op &op) {
     if (f & OF_WD)
       writeRef(r, op.dst, result);
     if (f & OF_SN)
-      messages[op.sendMsg] = std::move(result);
+      store.send(op.sendMsg, std::move(result));
     return llvm::Error::success();
   }
   switch (op.kind) {
   case OpKind::Send:
-    messages[op.sendMsg] = readRef(r, op.src);
+    store.send(op.sendMsg, readRef(r, op.src));
     break;
   case OpKind::Copy:
     writeRef(r, op.dst, readRef(r, op.src));
@@ -432,10 +411,7 @@ llvm::Error Executor::runInto(SymbolicResult &res, const CombinedGraph *given,
                               std::optional<ChunkBatch> next) {
   if (next) {
     batch = *next;
-    for (SymValue &v : slots)
-      v = undefined();
-    overflow.clear();
-    messages.clear();
+    store.clear();
   }
   if (s.numRanks < 0 || static_cast<size_t>(s.numRanks) != s.ranks.size())
     return makeInternalError("semantics: ranks=" + llvm::Twine(s.numRanks) +

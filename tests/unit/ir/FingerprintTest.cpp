@@ -5,6 +5,7 @@
 #include "ir/Semantics.h"
 #include "ir/Verifier.h"
 
+#include "Mutations.h"
 #include "TestSchedules.h"
 
 #include "gmock/gmock.h"
@@ -38,55 +39,6 @@ std::pair<SlotSet, SlotSet> bothVerdicts(const Schedule &s) {
     for (const WrongOutput &w : findWrongOutputs(s, *res))
       bySums.insert({w.rank, w.chunk});
   return {byHash, bySums};
-}
-
-/// `s` with one to three random operand or op-kind changes that keep every
-/// coefficient 1 and every message matched.
-void damage(Schedule &s, std::mt19937 &rng) {
-  const int32_t chunks =
-      std::max(s.nominalInputChunks(), s.nominalOutputChunks());
-  for (int e = 0, n = 1 + int(rng() % 3); e < n; ++e) {
-    RankProgram &rp = s.ranks[rng() % s.ranks.size()];
-    if (rp.ops.empty())
-      continue;
-    Op &op = rp.ops[rng() % rp.ops.size()];
-    switch (rng() % 6) {
-    case 0:
-      if (readsSrc(op.kind))
-        op.src.chunk = int32_t(rng() % chunks);
-      break;
-    case 1:
-      if (writesDst(op.kind))
-        op.dst.chunk = int32_t(rng() % chunks);
-      break;
-    case 2:
-      if (writesDst(op.kind))
-        op.dst.buffer = rng() % 2 ? BufferKind::Input : BufferKind::Output;
-      break;
-    case 5: // read another buffer: often a slot not written yet
-      if (readsSrc(op.kind))
-        op.src.buffer = rng() % 2 ? BufferKind::Input : BufferKind::Output;
-      break;
-    case 3: // a copy becomes a reduction: a term counted twice
-      if (op.kind == OpKind::Copy)
-        op.kind = OpKind::Reduce;
-      break;
-    default: // add instead of copy and back, keeping the messages
-      if (op.kind == OpKind::RecvReduceSend) {
-        op.kind = OpKind::RecvCopySend;
-        op.dst = op.src;
-        op.src = BufferRef();
-      } else if (op.kind == OpKind::RecvCopySend) {
-        op.kind = OpKind::RecvReduceSend;
-        op.src = op.dst;
-        op.dst = BufferRef();
-      } else if (op.kind == OpKind::Recv) {
-        op.kind = OpKind::RecvReduceCopy;
-        op.src = op.dst;
-      }
-      break;
-    }
-  }
 }
 
 } // namespace
@@ -158,7 +110,7 @@ TEST(Fingerprint, AgreesWithSymbolicSumsOnDamagedSchedules) {
     Schedule s = trial % 3 == 0   ? ringAllReduce(6)
                  : trial % 3 == 1 ? directAllGather(4, 2)
                                   : scratchAllReduce2(false, 3);
-    damage(s, rng);
+    damageOperands(s, rng);
     ASSERT_TRUE(isExactSchedule(s));
     CombinedGraph g = buildCombinedGraph(s);
     std::vector<uint32_t> order;

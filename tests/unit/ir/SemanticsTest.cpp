@@ -4,6 +4,7 @@
 #include "ir/CombinedGraph.h"
 #include "ir/Verifier.h"
 
+#include "Mutations.h"
 #include "TestSchedules.h"
 
 #include "gmock/gmock.h"
@@ -293,42 +294,7 @@ TEST(Semantics, BatchesAgreeOnDamagedSchedules) {
   int damaged = 0;
   for (int trial = 0; trial < 300; ++trial) {
     Schedule s = trial % 2 ? ringAllReduce(6) : directAllGather(4, 2);
-    const int32_t chunks =
-        std::max(s.nominalInputChunks(), s.nominalOutputChunks());
-    for (int e = 0, n = 1 + int(rng() % 3); e < n; ++e) {
-      RankProgram &rp = s.ranks[rng() % s.ranks.size()];
-      if (rp.ops.empty())
-        continue;
-      Op &op = rp.ops[rng() % rp.ops.size()];
-      switch (rng() % 4) {
-      case 0:
-        if (readsSrc(op.kind))
-          op.src.chunk = int32_t(rng() % chunks);
-        break;
-      case 1:
-        if (writesDst(op.kind))
-          op.dst.chunk = int32_t(rng() % chunks);
-        break;
-      case 2:
-        if (writesDst(op.kind))
-          op.dst.buffer = rng() % 2 ? BufferKind::Input : BufferKind::Output;
-        break;
-      default: // add instead of copy and back, keeping the messages
-        if (op.kind == OpKind::RecvReduceSend) {
-          op.kind = OpKind::RecvCopySend;
-          op.dst = op.src;
-          op.src = BufferRef();
-        } else if (op.kind == OpKind::RecvCopySend) {
-          op.kind = OpKind::RecvReduceSend;
-          op.src = op.dst;
-          op.dst = BufferRef();
-        } else if (op.kind == OpKind::Recv) {
-          op.kind = OpKind::RecvReduceCopy;
-          op.src = op.dst;
-        }
-        break;
-      }
-    }
+    damageOperands(s, rng);
     const std::vector<ChunkBatch> one{ChunkBatch{}};
     auto whole = wrongOutputs(s, one);
     damaged += !whole.empty();
