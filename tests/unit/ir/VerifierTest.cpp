@@ -217,6 +217,61 @@ rank 1 in=1 out=1 sc=0 {
             "two ops are not ordered\n");
 }
 
+// With threadblocks, one rank's accesses are ordered through the rank's own
+// program order and dependencies across threadblocks (the race check's
+// threadblock clocks), or only through another rank (the clocks cannot
+// tell; the search through every rank can).
+TEST(Verifier, RacesAcrossThreadblocks) {
+  auto parse = [](const std::string &text) {
+    auto parsed = parseSchedule(text, "t.ir");
+    EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    return std::move(*parsed);
+  };
+  // %0 writes out[0]; %3 writes it again, after %0 only through %1 (tb 1)
+  // and %2 (tb 2, program order before %3).
+  auto chain = [&](llvm::StringRef dep) {
+    return parse(
+        (R"(schedule @x collective=allreduce ranks=1 chunks=1 inplace=0 stage=threadblocks channels=1
+rank 0 in=1 out=1 sc=2 {
+  %0 = copy  out[0+1], in[0+1] ch=0 tb=0
+  %1 = copy  sc[0+1], out[0+1] ch=0 tb=1 deps(%0)
+  %2 = copy  sc[1+1], sc[0+1] ch=0 tb=2)" +
+         dep + R"(
+  %3 = copy  out[0+1], sc[1+1] ch=0 tb=2
+}
+)")
+            .str());
+  };
+  const VerifyOptions noSemantics{.checkSemantics = false};
+  EXPECT_EQ(problemsOf(chain(" deps(%1)"), noSemantics), "");
+  // Without %2's dependency nothing orders tb 2 after tb 1.
+  EXPECT_EQ(problemsOf(chain(""), noSemantics),
+            "rank 0 %1: data race: writes sc[0+1], which %2 reads, and the "
+            "two ops are not ordered\n"
+            "rank 0 %3: data race: writes out[0+1], which %1 reads, and the "
+            "two ops are not ordered\n");
+  // Rank 0's %2 overwrites in[0] after %0 sent it, ordered only by rank 1's
+  // reply.
+  auto reply = [&](llvm::StringRef dep) {
+    return parse(
+        (R"(schedule @x collective=allreduce ranks=2 chunks=1 inplace=0 stage=threadblocks channels=1
+rank 0 in=1 out=1 sc=0 {
+  %0 = send  in[0+1]  -> r1 msg=0 ch=0 tb=0
+  %1 = recv  out[0+1] <- r1 msg=1 ch=0 tb=1
+  %2 = copy  in[0+1], out[0+1] ch=0 tb=2 deps(%1)
+}
+rank 1 in=1 out=1 sc=0 {
+  %0 = recv  out[0+1] <- r0 msg=0 ch=0 tb=0
+  %1 = send  in[0+1]  -> r0 msg=1 ch=0 tb=1)" +
+         dep + "\n}\n")
+            .str());
+  };
+  EXPECT_EQ(problemsOf(reply(" deps(%0)"), noSemantics), "");
+  EXPECT_EQ(problemsOf(reply(""), noSemantics),
+            "rank 0 %2: data race: writes in[0+1], which %0 reads, and the "
+            "two ops are not ordered\n");
+}
+
 TEST(Verifier, TwoSendPeersInOneThreadblock) {
   Schedule s = directAllGather(3);
   for (Op &op : s.ranks[0].ops)
