@@ -183,6 +183,12 @@ struct CompileResult {
   /// its predicted time, seconds (0 otherwise).
   std::string chosenFlags;
   double predictedTime = 0;
+  /// --algorithm auto priced in the runtime model with the GPU models'
+  /// reduction bandwidths (no autoSimMode, no autoReduceBandwidth): its
+  /// simulation of this schedule at the request's bytes, which is the
+  /// prediction of a file written from it (compile reuses it instead of
+  /// simulating the same schedule again).
+  std::optional<analysis::SimResult> predictedRun;
 };
 
 } // namespace topocc

@@ -42,9 +42,10 @@ std::string opsText(int64_t ops) {
 /// threadblock and loop iteration's time. (Above 200 000 ops auto once
 /// priced by the cost model, which rated the 1024-chip torus's dims
 /// variants alike and kept one the simulator puts at 50% of the bound.)
-llvm::Expected<double> price(const topo::Topology &t, const CompileRequest &req,
-                             const ir::Schedule &s) {
-  return analysis::simulateTime(
+llvm::Expected<analysis::SimResult> price(const topo::Topology &t,
+                                          const CompileRequest &req,
+                                          const ir::Schedule &s) {
+  return analysis::simulateRun(
       t, s, req.bytes, req.autoSimMode.value_or(analysis::SimMode::Runtime),
       req.autoReduceBandwidth);
 }
@@ -120,6 +121,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   std::optional<CompileResult> best;
   std::optional<CompileRequest> bestRequest;
   double bestTime = std::numeric_limits<double>::infinity();
+  analysis::SimResult bestRun;
   std::string bestFlags; ///< the winning variant's flags, or empty
   ProgressTask progress("auto", loweringAlgorithms().size(), "algorithms");
   for (Algorithm a : loweringAlgorithms()) {
@@ -159,17 +161,19 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
       // Its variants may still apply (fewer chunks, other channel counts).
     } else {
       std::string skip = whyNot(req, result->schedule);
-      auto cost = price(*t, req, result->schedule);
-      if (!cost)
-        return cost.takeError();
-      algoBest = *cost;
+      auto run = price(*t, req, result->schedule);
+      if (!run)
+        return run.takeError();
+      const double cost = run->time;
+      algoBest = cost;
       lines.push_back(
           llvm::formatv("auto: {0} predicted {1:F3} us (simulated){2}",
-                        algorithmName(a), *cost * 1e6,
+                        algorithmName(a), cost * 1e6,
                         skip.empty() ? "" : "; " + skip)
               .str());
-      if (skip.empty() && faster(*cost, bestTime)) {
-        bestTime = *cost;
+      if (skip.empty() && faster(cost, bestTime)) {
+        bestTime = cost;
+        bestRun = std::move(*run);
         best = std::move(*result);
         bestRequest = std::move(sub);
         bestFlags.clear();
@@ -203,17 +207,19 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
         continue;
       }
       std::string vskip = whyNot(req, v->schedule);
-      auto vc = price(*t, req, v->schedule);
-      if (!vc)
-        return vc.takeError();
-      algoBest = std::min(algoBest, *vc);
+      auto vrun = price(*t, req, v->schedule);
+      if (!vrun)
+        return vrun.takeError();
+      const double vc = vrun->time;
+      algoBest = std::min(algoBest, vc);
       lines.push_back(llvm::formatv("auto: {0} {1} predicted {2:F3} us "
                                     "(simulated){3}",
-                                    algorithmName(a), flags, *vc * 1e6,
+                                    algorithmName(a), flags, vc * 1e6,
                                     vskip.empty() ? "" : "; " + vskip)
                           .str());
-      if (vskip.empty() && faster(*vc, bestTime)) {
-        bestTime = *vc;
+      if (vskip.empty() && faster(vc, bestTime)) {
+        bestTime = vc;
+        bestRun = std::move(*vrun);
         best = std::move(*v);
         bestRequest = variant;
         bestFlags = flags;
@@ -253,6 +259,8 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   }
   best->chosenFlags = bestFlags;
   best->predictedTime = bestTime;
+  if (!req.autoSimMode && !req.autoReduceBandwidth)
+    best->predictedRun = std::move(bestRun);
   best->explain.insert(best->explain.begin(), lines.begin(), lines.end());
   return std::move(*best);
 }

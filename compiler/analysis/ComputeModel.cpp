@@ -56,16 +56,23 @@ std::vector<double> memoryBandwidthsFor(const topo::Topology &t,
   return rankMemoryBandwidths(t);
 }
 
-llvm::Expected<double> simulateTime(const topo::Topology &t,
-                                    const ir::Schedule &s, double bytes,
-                                    SimMode mode,
-                                    std::optional<double> reduceBandwidth) {
+llvm::Expected<SimResult> simulateRun(const topo::Topology &t,
+                                      const ir::Schedule &s, double bytes,
+                                      SimMode mode,
+                                      std::optional<double> reduceBandwidth) {
   LinkModel m(t);
   SimOptions o;
   o.bytes = bytes;
   o.mode = mode;
   o.reduceBandwidth = reduceBandwidth;
-  auto r = simulate(s, m, o);
+  return simulate(s, m, o);
+}
+
+llvm::Expected<double> simulateTime(const topo::Topology &t,
+                                    const ir::Schedule &s, double bytes,
+                                    SimMode mode,
+                                    std::optional<double> reduceBandwidth) {
+  auto r = simulateRun(t, s, bytes, mode, reduceBandwidth);
   if (!r)
     return r.takeError();
   return r->time;

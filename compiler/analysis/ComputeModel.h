@@ -64,6 +64,13 @@ simulateTime(const topo::Topology &t, const ir::Schedule &s, double bytes,
              SimMode mode = SimMode::Runtime,
              std::optional<double> reduceBandwidth = std::nullopt);
 
+/// simulateTime's whole simulation: its time, bandwidths, links and
+/// critical path.
+llvm::Expected<SimResult>
+simulateRun(const topo::Topology &t, const ir::Schedule &s, double bytes,
+            SimMode mode = SimMode::Runtime,
+            std::optional<double> reduceBandwidth = std::nullopt);
+
 } // namespace topocc::analysis
 
 #endif // TOPOCC_COMPILER_ANALYSIS_COMPUTEMODEL_H

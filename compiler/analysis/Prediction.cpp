@@ -39,13 +39,20 @@ llvm::Expected<Prediction> predictSchedule(const topo::Topology &t,
   auto sim = simulate(s, m, o);
   if (!sim)
     return sim.takeError();
+  return predictionOf(t, s, std::move(*sim), mode, bounds);
+}
+
+Prediction predictionOf(const topo::Topology &t, const ir::Schedule &s,
+                        SimResult sim, SimMode mode,
+                        const TopologyBounds *bounds) {
   Prediction p;
+  const double bytes = sim.bytes;
   p.bytes = bytes;
   p.mode = mode;
   for (const ir::RankProgram &rp : s.ranks)
     for (const ir::Op &op : rp.ops)
       p.coded = p.coded || op.kind == ir::OpKind::LinComb;
-  p.sim = std::move(*sim);
+  p.sim = std::move(sim);
   p.allReduce = s.collective == ir::Collective::AllReduce;
   std::optional<TopologyBounds> own;
   if (!bounds)

@@ -72,6 +72,12 @@ predictSchedule(const topo::Topology &t, const ir::Schedule &s, double bytes,
                 SimMode mode = SimMode::Runtime,
                 const TopologyBounds *bounds = nullptr);
 
+/// predictSchedule's prediction from `sim`, a simulation of `s` on `t` in
+/// `mode` that the caller already ran (--algorithm auto's of its winner).
+Prediction predictionOf(const topo::Topology &t, const ir::Schedule &s,
+                        SimResult sim, SimMode mode,
+                        const TopologyBounds *bounds = nullptr);
+
 /// "3.204 ms, algbw 335.50 GB/s, busbw 293.56 GB/s, 92.1% of the
 /// realizable bound (busbw 318.70 GB/s; physical bound busbw 332.00
 /// GB/s)".

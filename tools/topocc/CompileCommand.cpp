@@ -738,6 +738,8 @@ llvm::Error runCompile(const CompileOptions &given) {
   meta.algorithm = opts.algorithm;
   std::string text, ringsLine, explainLines, predictionLine;
   std::optional<analysis::Prediction> prediction;
+  /// --algorithm auto's simulation of `result` (CompileResult::predictedRun).
+  std::optional<analysis::SimResult> autoRun;
   /// For --format json: what auto chose and the algorithm's summary.
   std::string chosenFlags, planSummary;
   llvm::json::Array ringsJson, explainJson;
@@ -823,6 +825,7 @@ llvm::Error runCompile(const CompileOptions &given) {
         explainJson.push_back(line);
       }
     chosenFlags = plan->chosenFlags;
+    autoRun = std::move(plan->predictedRun);
     planSummary = plan->summary;
     for (const ChannelRing &cr : plan->rings) {
       llvm::json::Array order;
@@ -870,7 +873,17 @@ llvm::Error runCompile(const CompileOptions &given) {
       return rendered.takeError();
     }
     text = std::move(*rendered);
-    if (topology) {
+    if (topology && autoRun && *emit != ir::OutputFormat::MscclXml) {
+      // A plan or IR file holds `result` as it is, the schedule auto
+      // simulated to choose it: that simulation is the file's prediction.
+      // (An MSCCL XML file is imported back and simulated: the file is
+      // what runs.)
+      analysis::TopologyBounds bounds = analysis::computeTopologyBounds(
+          *topology, analysis::SimMode::Runtime);
+      prediction =
+          analysis::predictionOf(*topology, result, std::move(*autoRun),
+                                 analysis::SimMode::Runtime, &bounds);
+    } else if (topology) {
       auto p = predictFile(*topology, result, *emit, text, opts.output,
                            {req.bytes});
       if (!p) {
@@ -879,6 +892,8 @@ llvm::Error runCompile(const CompileOptions &given) {
         return p.takeError();
       }
       prediction = std::move(p->front());
+    }
+    if (prediction) {
       predictionLine = "  predicted at " + sizeText(req.bytes) +
                        " (runtime model): " +
                        analysis::predictionText(*prediction) + "\n";

@@ -183,6 +183,18 @@ TEST(CompileAuto, KeepsTheFastestPrediction) {
   auto chosen = analysis::simulateTime(t, plan->schedule, req.bytes,
                                        analysis::SimMode::Runtime);
   ASSERT_TRUE(bool(chosen)) << llvm::toString(chosen.takeError());
+  // Its simulation of the winner is that of the schedule it returns (compile
+  // prints it as the prediction of a plan written from it).
+  ASSERT_TRUE(plan->predictedRun.has_value());
+  EXPECT_EQ(plan->predictedRun->time, *chosen);
+  EXPECT_EQ(plan->predictedRun->bytes, req.bytes);
+  EXPECT_EQ(plan->predictedTime, *chosen);
+  // A request in another mode (whatif's auto column) keeps none.
+  CompileRequest other = req;
+  other.autoSimMode = analysis::SimMode::CutThrough;
+  auto otherPlan = compile(t, other, log);
+  ASSERT_TRUE(bool(otherPlan)) << llvm::toString(otherPlan.takeError());
+  EXPECT_FALSE(otherPlan->predictedRun.has_value());
   for (Algorithm other : {Algorithm::Ring, Algorithm::Trees}) {
     CompileRequest sub = req;
     sub.algorithm = other;
