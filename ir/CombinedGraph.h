@@ -53,6 +53,8 @@ struct CanonicalSlot {
   BufferKind buffer;
   int64_t chunk;
 };
+/// The aliasing keeps a buffer's chunks in order: chunk + i of `b` is the
+/// canonical slot of `chunk`, plus i, in the same buffer.
 CanonicalSlot canonicalSlot(const Schedule &s, RankId r, BufferKind b,
                             int64_t chunk);
 /// A dense key for (rank, canonical slot); chunk must be in [0, 2^32).
@@ -76,6 +78,15 @@ public:
       return -1;
     size_t b = static_cast<size_t>(r) * 3 + static_cast<size_t>(c.buffer);
     return c.chunk < size[b] ? base[b] + c.chunk : -1;
+  }
+  /// The index of slot c when it and the `count` - 1 slots after it lie
+  /// in the index (their indices follow c's); -1 otherwise.
+  int64_t runIndex(RankId r, CanonicalSlot c, int64_t count) const {
+    int64_t i = index(r, c);
+    if (i < 0 || count < 1)
+      return -1;
+    size_t b = static_cast<size_t>(r) * 3 + static_cast<size_t>(c.buffer);
+    return c.chunk + count <= size[b] ? i : -1;
   }
   int64_t numSlots() const { return total; }
 

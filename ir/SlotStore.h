@@ -51,6 +51,11 @@ public:
   }
   /// The ref's `count` values.
   Values readRef(RankId r, const BufferRef &ref) const {
+    if (ref.count < 1)
+      return {};
+    const CanonicalSlot c = canonicalSlot(s, r, ref.buffer, ref.chunk);
+    if (int64_t i = index.runIndex(r, c, ref.count); i >= 0)
+      return Values(slots.begin() + i, slots.begin() + i + ref.count);
     Values vals;
     for (int32_t i = 0; i < ref.count; ++i)
       vals.push_back(read(r, ref.buffer, int64_t(ref.chunk) + i));
@@ -58,9 +63,19 @@ public:
   }
   /// Writes the ref's `count` slots; those `vals` lacks become undefined.
   void writeRef(RankId r, const BufferRef &ref, Values vals) {
+    if (ref.count < 1)
+      return;
+    const CanonicalSlot c = canonicalSlot(s, r, ref.buffer, ref.chunk);
+    auto value = [&](int32_t i) {
+      return i < int32_t(vals.size()) ? std::move(vals[i]) : undefined;
+    };
+    if (int64_t first = index.runIndex(r, c, ref.count); first >= 0) {
+      for (int32_t i = 0; i < ref.count; ++i)
+        slots[first + i] = value(i);
+      return;
+    }
     for (int32_t i = 0; i < ref.count; ++i)
-      write(r, ref.buffer, int64_t(ref.chunk) + i,
-            i < int32_t(vals.size()) ? std::move(vals[i]) : undefined);
+      write(r, ref.buffer, int64_t(ref.chunk) + i, value(i));
   }
 
   void send(MsgId m, Values vals) { messages[m] = std::move(vals); }

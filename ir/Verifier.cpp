@@ -833,9 +833,13 @@ void Verifier::checkRaces(const CombinedGraph &g,
     unsigned f = opFlags(op.kind);
     acc.clear();
     auto add = [&](const BufferRef &b, bool read, bool write) {
+      if (b.count < 1)
+        return;
+      // Consecutive chunks, consecutive canonical slots (canonicalSlot).
+      const CanonicalSlot first = canonicalSlot(s, r, b.buffer, b.chunk);
       for (int32_t c = 0; c < b.count; ++c) {
         BufferRef one{b.buffer, b.chunk + c, 1};
-        CanonicalSlot slot = canonicalSlot(s, r, b.buffer, one.chunk);
+        CanonicalSlot slot{first.buffer, first.chunk + c};
         acc.push_back(
             {slotKey(r, slot), index.index(r, slot), one, read, write});
       }
