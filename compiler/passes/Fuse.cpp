@@ -12,7 +12,6 @@
 #include "compiler/passes/Fuse.h"
 
 #include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -72,7 +71,9 @@ public:
   std::vector<Op> &ops;
 
   /// True if a happens before b through same-rank deps.
-  bool hb(OpId a, OpId b) const { return before[b].test(a); }
+  bool hb(OpId a, OpId b) const {
+    return (before[size_t(b) * words + size_t(a) / 64] >> (a % 64)) & 1;
+  }
 
   /// The checks every producer/consumer fusion needs (see file comment).
   bool canFuse(OpId a, OpId b) const {
@@ -127,7 +128,11 @@ public:
   }
 
 private:
-  std::vector<llvm::BitVector> before;
+  /// Row b holds bit a when a happens before b: `words` 64-bit words per
+  /// op in one array, reused by every round (one allocation, not one per
+  /// op).
+  std::vector<uint64_t> before;
+  size_t words = 0;
   /// The ops that read each chunk of one buffer kind, in op order, as one
   /// array with an offset per chunk (rebuilt every round without an
   /// allocation per chunk).
@@ -147,13 +152,19 @@ private:
 
   void computeOrder() {
     size_t n = ops.size();
-    before.assign(n, llvm::BitVector(n));
-    for (size_t i = 0; i < n; ++i)
+    words = (n + 63) / 64;
+    before.assign(n * words, 0);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t *row = &before[i * words];
       for (OpId d : ops[i].deps) {
         assert(static_cast<size_t>(d) < i && "deps point backwards");
-        before[i].set(d);
-        before[i] |= before[d];
+        // d's row holds only ops before d: its first d / 64 + 1 words.
+        const uint64_t *from = &before[size_t(d) * words];
+        for (size_t w = 0; w <= size_t(d) / 64; ++w)
+          row[w] |= from[w];
+        row[size_t(d) / 64] |= uint64_t(1) << (d % 64);
       }
+    }
   }
 
   void indexReaders() {
