@@ -80,7 +80,9 @@ const topo::RouteTree &LinkModel::routeTree(int src) const {
       return touch(trees, i);
   if (trees.size() == kRouteCacheEntries)
     trees.pop_back();
-  trees.insert(trees.begin(), topo::RouteTree(*topo, src));
+  if (!routeGraph)
+    routeGraph = std::make_unique<topo::RouteGraph>(*topo);
+  trees.insert(trees.begin(), topo::RouteTree(*routeGraph, src));
   return trees.front();
 }
 

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -133,6 +134,8 @@ private:
   std::vector<std::vector<int>> outArcs, inArcs; ///< arc ids by device
   /// Small most-recently-used caches (front: newest).
   mutable std::vector<topo::RouteTree> trees;
+  /// The graph every tree searches, built with the first tree.
+  mutable std::unique_ptr<topo::RouteGraph> routeGraph;
   mutable std::vector<Distances> searches;
   std::unordered_map<uint64_t, PathFlow> rankCache; ///< key a * n + b
   std::map<std::tuple<int, int, int, int>, PathFlow> viaCache;

@@ -1,10 +1,12 @@
 //===- compiler/topology/Routing.cpp - Routes between devices -------------===//
 //
-// Widest path first, then fewest hops, over Boost.Graph's Dijkstra with a
-// (bottleneck, hops) distance. Decision: only switches and NICs forward
-// traffic; a GPU is never an intermediate hop (real systems do not relay
-// through another GPU's memory without a program doing it), so a pair that
-// is only connected through a third GPU has no route.
+// Widest path first, then fewest hops: Dijkstra's algorithm with a
+// (bottleneck, hops) distance over RouteGraph, the links as arrays built
+// once per caller (a search on the 4096-GPU fat tree used to rebuild a
+// Boost.Graph adjacency list of 40 000 arcs first). Decision: only switches and
+// NICs forward traffic; a GPU is never an intermediate hop (real systems do not
+// relay through another GPU's memory without a program doing it), so a pair
+// that is only connected through a third GPU has no route.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,13 +14,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/visitors.hpp>
-#include <boost/property_map/property_map.hpp>
-
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <limits>
 
 namespace topocc::topo {
@@ -31,95 +29,170 @@ struct Cost {
   int hops = 0;
 };
 
-struct Better {
-  bool operator()(const Cost &a, const Cost &b) const {
-    if (a.width != b.width)
-      return a.width > b.width;
-    return a.hops < b.hops;
-  }
-};
+bool better(const Cost &a, const Cost &b) {
+  if (a.width != b.width)
+    return a.width > b.width;
+  return a.hops < b.hops;
+}
 
-struct Extend {
-  Cost operator()(const Cost &d, const Cost &w) const {
-    if (d.hops == INT_MAX)
-      return d;
-    return {std::min(d.width, w.width), d.hops + w.hops};
-  }
-};
-
-struct EdgeProp {
-  int link = -1;
-  int dir = 0;
-  Cost weight;
-};
-
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS,
-                                    boost::directedS, boost::no_property,
-                                    EdgeProp>;
-using EdgeDesc = boost::graph_traits<Graph>::edge_descriptor;
-
-/// Records the edge that last relaxed each vertex (parallel links differ).
-struct PredRecorder : boost::base_visitor<PredRecorder> {
-  using event_filter = boost::on_edge_relaxed;
-  std::vector<EdgeDesc> *preds = nullptr;
-  std::vector<bool> *has = nullptr;
-  void operator()(EdgeDesc e, const Graph &g) {
-    (*preds)[boost::target(e, g)] = e;
-    (*has)[boost::target(e, g)] = true;
-  }
-};
+Cost extend(const Cost &d, double width) {
+  if (d.hops == INT_MAX)
+    return d;
+  return {std::min(d.width, width), d.hops + 1};
+}
 
 } // namespace
 
-RouteTree::RouteTree(const Topology &t, int source) : topo(&t), src(source) {
-  size_t n = t.devices().size();
+/// The arcs with capacity, by sending device in (link, direction) order:
+/// a search's ties follow that order.
+struct RouteGraph::Impl {
+  struct Arc {
+    int to, link, dir;
+    double width;
+  };
+  std::vector<uint32_t> begin; ///< device d's arcs: [begin[d], begin[d + 1])
+  std::vector<Arc> arcs;
+  std::vector<bool> isGpu;
+};
+
+RouteGraph::RouteGraph(const Topology &t)
+    : topo(&t), impl(std::make_unique<Impl>()) {
+  const size_t n = t.devices().size();
+  impl->isGpu.resize(n);
+  for (size_t d = 0; d < n; ++d)
+    impl->isGpu[d] = t.device(static_cast<int>(d)).kind == DeviceKind::Gpu;
+  std::vector<uint32_t> &begin = impl->begin;
+  begin.assign(n + 1, 0);
+  auto eachArc = [&](auto &&f) {
+    for (size_t i = 0; i < t.links().size(); ++i) {
+      const Link &l = t.link(static_cast<int>(i));
+      for (int dir = 0; dir < 2; ++dir)
+        if (l.effectiveCapacity(dir) > 0)
+          f(dir == 0 ? l.from : l.to, dir == 0 ? l.to : l.from,
+            static_cast<int>(i), dir, l.effectiveCapacity(dir));
+    }
+  };
+  eachArc([&](int u, int, int, int, double) { ++begin[u + 1]; });
+  for (size_t d = 0; d < n; ++d)
+    begin[d + 1] += begin[d];
+  impl->arcs.resize(begin[n]);
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  eachArc([&](int u, int v, int link, int dir, double width) {
+    impl->arcs[fill[u]++] = {v, link, dir, width};
+  });
+}
+
+RouteGraph::~RouteGraph() = default;
+
+RouteTree::RouteTree(const Topology &t, int source)
+    : RouteTree(RouteGraph(t), source) {}
+
+// Dijkstra's algorithm with a 4-ary indirect heap and decrease-key, the
+// exact steps of Boost.Graph's dijkstra_shortest_paths (which this
+// replaced; tests/unit/topology checks they agree on every source), so
+// that ties between equally wide and long routes keep resolving as they
+// did: by heap order, then by arc order.
+RouteTree::RouteTree(const RouteGraph &graph, int source)
+    : topo(graph.topo), src(source) {
+  const RouteGraph::Impl &g = *graph.impl;
+  const size_t n = g.isGpu.size();
   pred.assign(n, Hop{});
   if (src < 0 || static_cast<size_t>(src) >= n)
     return;
-  Graph g(n);
-  for (size_t i = 0; i < t.links().size(); ++i) {
-    const Link &l = t.link(static_cast<int>(i));
-    for (int dir = 0; dir < 2; ++dir) {
-      int u = dir == 0 ? l.from : l.to;
-      int v = dir == 0 ? l.to : l.from;
-      // Only the source GPU may send; other GPUs are endpoints only.
-      if (t.device(u).kind == DeviceKind::Gpu && u != src)
-        continue;
-      if (l.effectiveCapacity(dir) <= 0)
-        continue;
-      boost::add_edge(
-          u, v,
-          EdgeProp{static_cast<int>(i), dir, Cost{l.effectiveCapacity(dir), 1}},
-          g);
+  std::vector<Cost> dist(n, Cost{-1, INT_MAX});
+  dist[src] = Cost{std::numeric_limits<double>::infinity(), 0};
+  enum : uint8_t { White, Gray, Black };
+  std::vector<uint8_t> color(n, White);
+  std::vector<int> heap;
+  std::vector<size_t> at(n, 0); ///< index in heap
+  constexpr size_t kArity = 4;
+  auto up = [&](size_t index) {
+    if (index == 0)
+      return;
+    const int moving = heap[index];
+    size_t levels = 0, i = index;
+    while (i != 0) {
+      size_t parent = (i - 1) / kArity;
+      if (!better(dist[moving], dist[heap[parent]]))
+        break;
+      ++levels;
+      i = parent;
     }
+    i = index;
+    for (size_t l = 0; l < levels; ++l) {
+      size_t parent = (i - 1) / kArity;
+      heap[i] = heap[parent];
+      at[heap[i]] = i;
+      i = parent;
+    }
+    heap[i] = moving;
+    at[moving] = i;
+  };
+  auto down = [&]() {
+    size_t index = 0;
+    const Cost moving = dist[heap[0]];
+    const size_t size = heap.size();
+    while (true) {
+      size_t first = index * kArity + 1;
+      if (first >= size)
+        break;
+      size_t best = first;
+      size_t end = std::min(first + kArity, size);
+      for (size_t c = first + 1; c < end; ++c)
+        if (better(dist[heap[c]], dist[heap[best]]))
+          best = c;
+      if (!better(dist[heap[best]], moving))
+        break;
+      std::swap(heap[best], heap[index]);
+      at[heap[best]] = best;
+      at[heap[index]] = index;
+      index = best;
+    }
+  };
+  auto push = [&](int v) {
+    heap.push_back(v);
+    at[v] = heap.size() - 1;
+    up(heap.size() - 1);
+  };
+  auto pop = [&]() {
+    if (heap.size() == 1) {
+      heap.pop_back();
+      return;
+    }
+    heap[0] = heap.back();
+    at[heap[0]] = 0;
+    heap.pop_back();
+    down();
+  };
+  color[src] = Gray;
+  push(src);
+  while (!heap.empty()) {
+    const int u = heap[0];
+    pop();
+    // Only the source GPU sends; other GPUs are endpoints only.
+    if (u == src || !g.isGpu[u]) {
+      for (uint32_t k = g.begin[u]; k < g.begin[u + 1]; ++k) {
+        const RouteGraph::Impl::Arc &a = g.arcs[k];
+        const int v = a.to;
+        if (color[v] == Black)
+          continue;
+        const Cost old = dist[v];
+        const Cost next = extend(dist[u], a.width);
+        const bool relaxed = better(next, old);
+        if (relaxed) {
+          dist[v] = next;
+          pred[v] = Hop{a.link, a.dir, u, v};
+        }
+        if (color[v] == White) {
+          color[v] = Gray;
+          push(v);
+        } else if (relaxed) {
+          up(at[v]);
+        }
+      }
+    }
+    color[u] = Black;
   }
-  std::vector<Cost> dist(n);
-  std::vector<EdgeDesc> predEdge(n);
-  std::vector<bool> hasPred(n, false);
-  std::vector<boost::default_color_type> color(n);
-  auto index = boost::get(boost::vertex_index, g);
-  PredRecorder rec;
-  rec.preds = &predEdge;
-  rec.has = &hasPred;
-  const Cost inf{-1, INT_MAX};
-  const Cost zero{std::numeric_limits<double>::infinity(), 0};
-  boost::dijkstra_shortest_paths(
-      g, static_cast<std::size_t>(src),
-      boost::weight_map(boost::get(&EdgeProp::weight, g))
-          .distance_map(boost::make_iterator_property_map(dist.begin(), index))
-          .distance_compare(Better())
-          .distance_combine(Extend())
-          .distance_inf(inf)
-          .distance_zero(zero)
-          .color_map(boost::make_iterator_property_map(color.begin(), index))
-          .visitor(boost::make_dijkstra_visitor(rec)));
-  for (size_t v = 0; v < n; ++v)
-    if (hasPred[v]) {
-      const EdgeProp &p = g[predEdge[v]];
-      pred[v] =
-          Hop{p.link, p.dir, static_cast<int>(boost::source(predEdge[v], g)),
-              static_cast<int>(v)};
-    }
 }
 
 Route RouteTree::to(int dst) const {

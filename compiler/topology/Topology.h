@@ -127,9 +127,28 @@ class Topology;
 /// single-source search (Topology::routeDevices). Holds a predecessor hop
 /// per device: O(devices) memory, so callers that route many pairs from one
 /// source build one tree and keep it (analysis::LinkModel caches a few).
+/// A topology's links as one graph for route searches from many sources
+/// (RouteTree): building it is most of a search's cost on a large fabric,
+/// so callers that route from many sources build it once.
+class RouteGraph {
+public:
+  explicit RouteGraph(const Topology &t);
+  ~RouteGraph();
+  RouteGraph(const RouteGraph &) = delete;
+  RouteGraph &operator=(const RouteGraph &) = delete;
+
+private:
+  friend class RouteTree;
+  struct Impl;
+  const Topology *topo;
+  std::unique_ptr<Impl> impl;
+};
+
 class RouteTree {
 public:
   RouteTree(const Topology &t, int srcDevice);
+  /// The same search on `graph`, built once for its topology.
+  RouteTree(const RouteGraph &graph, int srcDevice);
   int source() const { return src; }
   /// The route to `dstDevice`; !found() when none exists.
   Route to(int dstDevice) const;
