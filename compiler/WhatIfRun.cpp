@@ -214,6 +214,7 @@ whatIfSettings(const WhatIfRequest &req) {
   if (!mode)
     return mode.takeError();
   settings.mode = *mode;
+  settings.fold = req.fold;
   if (!req.reduceBandwidth.empty()) {
     auto q =
         topo::parseQuantity(req.reduceBandwidth, topo::QuantityKind::Bandwidth,

@@ -42,6 +42,7 @@ struct WhatIfRequest {
   std::string mode = "runtime";
   std::string reduceBandwidth; ///< empty: per GPU model
   int timeSimulation = 0;
+  bool fold = true; ///< false: --no-fold
 };
 
 /// The settings of `req` (collective, --chunks, --time-simulation,

@@ -16,6 +16,7 @@
 
 #include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/NetRoutes.h"
+#include "compiler/analysis/SimFold.h"
 
 #include "support/Diagnostics.h"
 #include "support/Progress.h"
@@ -190,15 +191,25 @@ struct Message {
 
 class Sim {
 public:
-  Sim(const ir::Schedule &s, LinkModel &m, const SimOptions &o)
-      : s(s), m(m), t(m.topology()), o(o) {}
+  /// With `fold`, `s` is its quotient (SimFold.h).
+  Sim(const ir::Schedule &s, LinkModel &m, const SimOptions &o,
+      const SimFold *fold = nullptr)
+      : s(s), m(m), t(m.topology()), o(o), fold(fold) {}
 
   llvm::Expected<SimResult> run();
+  /// The fold's routes did not map onto each other: run() stopped after
+  /// build() and the schedule must be simulated unfolded.
+  bool foldRefused() const { return refused; }
 
 private:
   llvm::Error build();
   int routeFor(int a, int b, int channel);
   int routeThrough(int a, int b, const PathFlow &f);
+  /// With a fold: whether the routes of every used (from, to, channel)
+  /// map onto the routes of their images (then each resource is replaced
+  /// by its orbit's representative), so that folding keeps every link's
+  /// traffic.
+  bool foldRoutes(llvm::ArrayRef<std::tuple<int, int, int, int>> used);
   void startOp(uint32_t g, double now);
   void startRuntimeOp(uint32_t g, double now);
   void completeOp(uint32_t g, double now);
@@ -230,6 +241,8 @@ private:
   LinkModel &m;
   const topo::Topology &t;
   const SimOptions &o;
+  const SimFold *fold;
+  bool refused = false; ///< see foldRefused()
   bool runtime = false; ///< SimMode::Runtime
   int iterations = 1;
   int32_t msgStride = 0;
@@ -344,6 +357,68 @@ int Sim::routeThrough(int a, int b, const PathFlow &f) {
   }
   routes.push_back(r);
   return static_cast<int>(routes.size()) - 1;
+}
+
+bool Sim::foldRoutes(llvm::ArrayRef<std::tuple<int, int, int, int>> usedIn) {
+  std::vector<std::tuple<int, int, int, int>> used(usedIn.begin(),
+                                                   usedIn.end());
+  llvm::sort(used);
+  used.erase(std::unique(used.begin(), used.end(),
+                         [](const auto &x, const auto &y) {
+                           return std::get<0>(x) == std::get<0>(y) &&
+                                  std::get<1>(x) == std::get<1>(y) &&
+                                  std::get<2>(x) == std::get<2>(y);
+                         }),
+             used.end());
+  // Stage i of a route as sorted (resource, fraction, latency), the
+  // resources moved by σ^j.
+  using Entry = std::tuple<int, double, double>;
+  auto stage = [&](int route, uint32_t i, int j) {
+    std::vector<Entry> out;
+    uint32_t st = routes[route].firstStage + i;
+    for (uint32_t k = stageBegin[st]; k < stageBegin[st + 1]; ++k)
+      out.emplace_back(fold->resources.image(entries[k].res, j),
+                       entries[k].frac, entries[k].latency);
+    llvm::sort(out);
+    return out;
+  };
+  auto same = [](const std::vector<Entry> &x, const std::vector<Entry> &y) {
+    if (x.size() != y.size())
+      return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::get<0>(x[i]) != std::get<0>(y[i]) ||
+          std::abs(std::get<1>(x[i]) - std::get<1>(y[i])) > 1e-9 ||
+          std::abs(std::get<2>(x[i]) - std::get<2>(y[i])) >
+              1e-9 * std::max(1e-9, std::abs(std::get<2>(x[i]))))
+        return false;
+    return true;
+  };
+  const int k = fold->order();
+  for (auto [a, b, ch, route] : used) {
+    for (int j = 1; j < k; ++j) {
+      int image =
+          routeFor(fold->ranks.image(a, j), fold->ranks.image(b, j), ch);
+      if (image < 0 || routes[image].numStages != routes[route].numStages)
+        return false;
+      for (uint32_t i = 0; i < routes[route].numStages; ++i)
+        if (!same(stage(route, i, j), stage(image, i, 0)))
+          return false;
+    }
+    // A stage that crosses two resources of one orbit would queue both
+    // shares on its representative.
+    for (uint32_t i = 0; i < routes[route].numStages; ++i) {
+      std::vector<int> reps;
+      uint32_t st = routes[route].firstStage + i;
+      for (uint32_t e = stageBegin[st]; e < stageBegin[st + 1]; ++e)
+        reps.push_back(fold->resources.rep(entries[e].res));
+      llvm::sort(reps);
+      if (std::adjacent_find(reps.begin(), reps.end()) != reps.end())
+        return false;
+    }
+  }
+  for (RouteEntry &e : entries)
+    e.res = fold->resources.rep(e.res);
+  return true;
 }
 
 llvm::Error Sim::build() {
@@ -470,28 +545,43 @@ llvm::Error Sim::build() {
                   h.nics);
   if (runtime && o.runtime.ncclNetRule && t.numNodes() > 1)
     netRoutes.emplace(t);
-  // Routes; consecutive messages mostly join the same pair.
+  // Routes; consecutive messages mostly join the same pair. Folded, a
+  // message goes to its sender's real peer, not to the representative
+  // that receives it.
   int lastFrom = -1, lastTo = -1, lastChannel = -1, lastRoute = -1;
+  std::vector<std::tuple<int, int, int, int>> used; ///< (from, to, ch, route)
   for (size_t id = 0; id < msgs.size(); ++id) {
     Message &msg = msgs[id];
     if ((msg.from < 0) != (msg.to < 0))
       return makeUserError(llvm::formatv(
           "message {0} has no {1}; run the verifier", id,
           msg.from < 0 ? "sender" : "receiver"));
-    if (msg.from < 0 || msg.from == msg.to)
+    int to = msg.to;
+    if (fold && msg.from >= 0) {
+      SimStep st = stepOf(msg.senderOp);
+      to = s.ranks[st.rank].ops[st.op].sendPeer;
+    }
+    if (msg.from < 0 || msg.from == to)
       continue;
-    if (msg.from != lastFrom || msg.to != lastTo ||
+    if (msg.from != lastFrom || to != lastTo ||
         (netRoutes && msg.channel != lastChannel)) {
       lastFrom = msg.from;
-      lastTo = msg.to;
+      lastTo = to;
       lastChannel = msg.channel;
-      lastRoute = routeFor(msg.from, msg.to, msg.channel);
+      lastRoute = routeFor(msg.from, to, msg.channel);
+      if (fold && lastRoute >= 0)
+        used.emplace_back(msg.from, to, netRoutes ? msg.channel : -1,
+                          lastRoute);
     }
     if (lastRoute == -2)
-      return makeUserError(llvm::formatv(
-          "no route from rank {0} ({1}) to rank {2} ({3})", msg.from,
-          t.rankName(msg.from), msg.to, t.rankName(msg.to)));
+      return makeUserError(
+          llvm::formatv("no route from rank {0} ({1}) to rank {2} ({3})",
+                        msg.from, t.rankName(msg.from), to, t.rankName(to)));
     msg.route = lastRoute;
+  }
+  if (fold && !foldRoutes(used)) {
+    refused = true;
+    return llvm::Error::success();
   }
   res.assign(m.numResources(), ResState());
   for (int k = 0; k < m.numResources(); ++k)
@@ -642,6 +732,8 @@ void Sim::drain() {
 llvm::Expected<SimResult> Sim::run() {
   if (auto err = build())
     return err;
+  if (refused)
+    return SimResult();
   uint32_t total = base.back();
   // Ops with nothing to wait for start at time 0, in (rank, op) order
   // (build() listed them in `work` in that order; the work list is a stack).
@@ -810,9 +902,67 @@ std::vector<SimFlow> Sim::flowsOf(const std::vector<SimTransfer> &xs) {
 
 } // namespace
 
+namespace {
+
+/// `r`, the result of simulating `fold`'s quotient, for every rank: each
+/// rank finishes with its representative, each resource of an orbit
+/// carries what its representative did, and the critical path follows
+/// its messages' real receivers back from the last op.
+SimResult unfold(SimResult r, const SimFold &fold) {
+  const int n = static_cast<int>(r.rankFinish.size());
+  for (int x = 0; x < n; ++x)
+    r.rankFinish[x] = r.rankFinish[fold.ranks.rep(x)];
+  std::vector<SimLinkStats> links;
+  links.reserve(r.links.size() * fold.order());
+  for (const SimLinkStats &l : r.links) {
+    links.push_back(l);
+    for (int j = 1; j < fold.order(); ++j) {
+      int image = fold.resources.image(l.resource, j);
+      if (image != l.resource)
+        links.push_back({image, l.busy, l.bytes});
+    }
+  }
+  llvm::sort(links, [](const SimLinkStats &a, const SimLinkStats &b) {
+    return a.resource < b.resource;
+  });
+  r.links = std::move(links);
+  // Step i runs on σ^frame(its representative); a message into it came
+  // from the previous step, whose frame moves back by its peer's shift.
+  int frame = 0;
+  for (size_t i = r.criticalPath.size(); i-- > 0;) {
+    SimStep &step = r.criticalPath[i];
+    const int rep = step.rank;
+    step.rank = fold.ranks.image(rep, frame);
+    if (step.viaMessage >= 0 && i > 0) {
+      const SimStep &prev = r.criticalPath[i - 1];
+      const ir::Op &send = fold.quotient.ranks[prev.rank].ops[prev.op];
+      if (send.sendPeer >= 0)
+        frame -= fold.ranks.shift(send.sendPeer);
+    }
+  }
+  r.foldOrder = fold.order();
+  return r;
+}
+
+} // namespace
+
 llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
                                    const SimOptions &o) {
   ProgressTask progress("simulate");
+  if (o.fold && !o.recordTransfers) {
+    std::vector<double> memBw = memoryBandwidthsFor(
+        m.topology(), o.reduceBandwidth
+                          ? std::optional<double>(3 * *o.reduceBandwidth)
+                          : std::nullopt);
+    if (std::optional<SimFold> fold = findSimFold(s, m, memBw)) {
+      Sim sim(fold->quotient, m, o, &*fold);
+      auto r = sim.run();
+      // An error is reported by the unfolded run, with every rank's names.
+      if (r && !sim.foldRefused())
+        return unfold(std::move(*r), *fold);
+      llvm::consumeError(r.takeError());
+    }
+  }
   Sim sim(s, m, o);
   return sim.run();
 }

@@ -104,6 +104,9 @@ struct SimOptions {
   std::vector<SimRouteHint> routeHints;
   /// The constants of SimMode::Runtime (unused by the other modes).
   RuntimeParams runtime;
+  /// Simulate one rank per orbit of a symmetry of the schedule on its
+  /// topology when there is one (SimFold.h); never with recordTransfers.
+  bool fold = true;
 };
 
 /// Reduction bandwidth of a GPU model, bytes/s: memoryBandwidth(gpuModel)
@@ -162,6 +165,9 @@ struct SimResult {
   /// transfers.size() < transferCount says the record was cut short.
   size_t transferCount = 0;
   size_t events = 0; ///< events processed
+  /// Ranks each simulated rank stood for (SimOptions::fold): 1 when every
+  /// rank was simulated.
+  int foldOrder = 1;
 };
 
 /// Simulates `s` on `m`'s topology. User error when the ranks do not match,

@@ -37,6 +37,7 @@ public:
       : s(std::move(rs.schedule)), m(m), runs(set.timingRuns) {
     opts.mode = set.mode;
     opts.reduceBandwidth = set.reduceBandwidth;
+    opts.fold = set.fold;
     opts.routeHints = std::move(rs.routeHints);
   }
   llvm::Expected<WhatIfEstimate> estimate(double bytes) override {

@@ -45,6 +45,8 @@ struct WhatIfSettings {
   /// Relative error the coded columns may use (cerar, hier-cerar,
   /// auto); 0: exact only.
   double tolerance = 0;
+  /// Simulate one rank per orbit of a symmetry (SimOptions::fold).
+  bool fold = true;
 };
 
 /// One algorithm at one size. Not applicable: `detail` says why.

@@ -4,7 +4,7 @@
 // [--algorithms ring,rank-ring,nccl-model,bound,realizable,trees,hier-ring]
 // [--scenario NAME ...]
 // [--fail SEL ...] [--scale SEL=2x ...] [--set SEL=200Gb/s ...]
-// [--chunks N] [--mode runtime|cut-through|store-and-forward]
+// [--chunks N] [--mode runtime|cut-through|store-and-forward] [--no-fold]
 // [--reduce-bandwidth Q] [--format table|csv|json] [-o FILE] [--svg FILE]
 // [--trace FILE]`:
 // an nccl-tests-style table per topology (the base, each scenario, one per
@@ -54,6 +54,7 @@ struct WhatIfOptions {
   std::string format = "table";
   std::string output = "-";
   int timeSimulation = 0;
+  bool noFold = false;
   std::string trace;
   std::string traceLimit = "256M";
   std::string svg;
@@ -179,6 +180,7 @@ llvm::Error runWhatIfCommand(const WhatIfOptions &opts) {
   req.mode = opts.mode;
   req.reduceBandwidth = opts.reduceBandwidth;
   req.timeSimulation = opts.timeSimulation;
+  req.fold = !opts.noFold;
   auto plan = planWhatIf(req);
   if (!plan)
     return plan.takeError();
@@ -280,6 +282,10 @@ void registerWhatIfCommand(CLI::App &app) {
   cmd->add_option("--reduce-bandwidth", opts->reduceBandwidth,
                   "Local reduction speed (e.g. 600GB/s; 0GB/s: free); "
                   "default from the GPU model");
+  cmd->add_flag("--no-fold", opts->noFold,
+                "Simulate every rank, also where a symmetry of the topology "
+                "and schedule makes ranks identical (by default one rank per "
+                "orbit runs; docs/WhatIf.md, \"Folding symmetric ranks\")");
   cmd->add_option("--time-simulation", opts->timeSimulation,
                   "Run each simulation N times and print the median time to "
                   "stderr (benchmarks)");
