@@ -15,25 +15,10 @@
 #include <algorithm>
 
 using namespace topocc::topo;
+using topocc::topo::test::libraryDir;
+using topocc::topo::test::libraryFiles;
 
 namespace {
-std::string libraryDir() {
-  llvm::SmallString<256> p(TOPOCC_SOURCE_DIR);
-  llvm::sys::path::append(p, "topologies");
-  return std::string(p);
-}
-
-std::vector<std::string> libraryFiles() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(libraryDir(), ec), end;
-       it != end && !ec; it.increment(ec))
-    if (llvm::StringRef(it->path()).endswith(".yaml"))
-      files.push_back(it->path());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 /// Every pair routes except where GPUs relay (tori, meshes, rail-only
 /// fabrics): there the pairs without a route are exactly as many as
 /// routeCoverage, an independent count, says.

@@ -13,9 +13,6 @@
 
 #include "compiler/topology/Scenario.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/visitors.hpp>
@@ -140,22 +137,10 @@ size_t expectSameSearch(const Topology &t, const std::string &what) {
   return compared;
 }
 
-std::string libraryDir() {
-  llvm::SmallString<256> p(TOPOCC_SOURCE_DIR);
-  llvm::sys::path::append(p, "topologies");
-  return std::string(p);
-}
-
 } // namespace
 
 TEST(RouteSearchTest, AgreesWithBoostOnTheLibrary) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(libraryDir(), ec), end;
-       it != end && !ec; it.increment(ec))
-    if (llvm::StringRef(it->path()).endswith(".yaml"))
-      files.push_back(it->path());
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = libraryFiles();
   ASSERT_GE(files.size(), 10u);
   size_t compared = 0;
   for (const std::string &f : files) {
