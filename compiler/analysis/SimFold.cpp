@@ -151,7 +151,9 @@ std::optional<ir::Schedule> quotientOf(const ir::Schedule &s,
            a.wireCount() != b.wireCount() || traffic(a) != traffic(b)))
         return std::nullopt;
       if (a.sendMsg >= 0) {
-        if (a.sendMsg >= numMsgs || canon[a.sendMsg] != -1)
+        // The folded run routes a message by its sender's peer.
+        if (a.sendMsg >= numMsgs || canon[a.sendMsg] != -1 || a.sendPeer < 0 ||
+            a.sendPeer >= n)
           return std::nullopt;
         canon[a.sendMsg] = b.sendMsg;
       }

@@ -214,7 +214,16 @@ TEST(SimFoldTest, NoFoldWithoutSymmetry) {
   ir::Schedule ring = compiled(even, "ring", ir::Collective::AllReduce);
   LinkModel em(even);
   ASSERT_TRUE(findSimFold(ring, em, rankMemoryBandwidths(even)));
+  ir::Schedule unpeered = ring;
   ir::Op &op = ring.ranks[5].ops.back();
   op.channel = op.channel == 0 ? 1 : 0;
   EXPECT_FALSE(findSimFold(ring, em, rankMemoryBandwidths(even)));
+
+  // A send without its peer cannot be routed to its real receiver.
+  for (ir::Op &send : unpeered.ranks[0].ops)
+    if (send.sendMsg >= 0) {
+      send.sendPeer = ir::kNone;
+      break;
+    }
+  EXPECT_FALSE(findSimFold(unpeered, em, rankMemoryBandwidths(even)));
 }
