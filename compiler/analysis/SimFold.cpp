@@ -130,6 +130,8 @@ std::optional<ir::Schedule> quotientOf(const ir::Schedule &s,
   const int n = static_cast<int>(s.ranks.size());
   const ir::MsgId numMsgs = s.numMessages();
   std::vector<int32_t> canon(std::max<ir::MsgId>(numMsgs, 0), -1);
+  // Each message's sender's peer: its receiver must be that rank.
+  std::vector<int32_t> sentTo(canon.size(), -1);
   auto peerOf = [&](ir::RankId peer, int j) {
     return peer >= 0 && peer < n ? ranks.image(peer, j) : peer;
   };
@@ -156,6 +158,7 @@ std::optional<ir::Schedule> quotientOf(const ir::Schedule &s,
             a.sendPeer >= n)
           return std::nullopt;
         canon[a.sendMsg] = b.sendMsg;
+        sentTo[a.sendMsg] = a.sendPeer;
       }
     }
   }
@@ -164,6 +167,7 @@ std::optional<ir::Schedule> quotientOf(const ir::Schedule &s,
     for (size_t i = 0; i < A.size(); ++i)
       if (A[i].recvMsg >= 0 &&
           (A[i].recvMsg >= numMsgs || canon[A[i].recvMsg] < 0 ||
+           sentTo[A[i].recvMsg] != x ||
            canon[A[i].recvMsg] != canon[B[i].recvMsg]))
         return std::nullopt;
   }

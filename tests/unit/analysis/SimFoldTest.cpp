@@ -219,11 +219,18 @@ TEST(SimFoldTest, NoFoldWithoutSymmetry) {
   op.channel = op.channel == 0 ? 1 : 0;
   EXPECT_FALSE(findSimFold(ring, em, rankMemoryBandwidths(even)));
 
-  // A send without its peer cannot be routed to its real receiver.
+  // A send without its peer, or naming another peer than the rank that
+  // receives its message, cannot be routed to its real receiver.
+  ir::Schedule mispeered = unpeered;
   for (ir::Op &send : unpeered.ranks[0].ops)
     if (send.sendMsg >= 0) {
       send.sendPeer = ir::kNone;
       break;
     }
   EXPECT_FALSE(findSimFold(unpeered, em, rankMemoryBandwidths(even)));
+  for (ir::RankProgram &rank : mispeered.ranks)
+    for (ir::Op &send : rank.ops)
+      if (send.sendMsg >= 0)
+        send.sendPeer = (send.sendPeer + 4) % mispeered.numRanks;
+  EXPECT_FALSE(findSimFold(mispeered, em, rankMemoryBandwidths(even)));
 }
