@@ -13,6 +13,7 @@
 #include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/Simulator.h"
 #include "compiler/topology/TopologyParser.h"
+#include "tests/unit/topology/TopologyTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -23,19 +24,11 @@
 
 using namespace topocc;
 using namespace topocc::analysis;
+using topocc::topo::test::parseOk;
 
 namespace {
 
 double rel(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
-
-topo::Topology parseOk(llvm::StringRef text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError());
-    return topo::Topology();
-  }
-  return std::move(*t);
-}
 
 topo::Topology loadOk(const char *name) {
   auto t = topo::loadTopologyFile(std::string(TOPOCC_SOURCE_DIR) +

@@ -10,6 +10,7 @@
 #include "compiler/passes/LowerRing.h"
 #include "compiler/topology/TopologyParser.h"
 #include "tests/support/Topologies.h"
+#include "tests/unit/topology/TopologyTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -19,17 +20,9 @@
 
 using namespace topocc;
 using namespace topocc::analysis;
+using topocc::topo::test::parseOk;
 
 namespace {
-
-topo::Topology parseOk(llvm::StringRef text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError());
-    return topo::Topology();
-  }
-  return std::move(*t);
-}
 
 /// n GPUs in a cycle g0-g1-...-g(n-1)-g0 of equal links.
 std::string ringTopo(int n, const char *bw, const char *lat,

@@ -12,6 +12,7 @@
 #include "compiler/analysis/Simulator.h"
 #include "compiler/topology/TopologyParser.h"
 #include "ir/Parser.h"
+#include "tests/unit/topology/TopologyTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -19,17 +20,9 @@
 
 using namespace topocc;
 using namespace topocc::analysis;
+using topocc::topo::test::parseOk;
 
 namespace {
-
-topo::Topology parseOk(const std::string &text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError());
-    return topo::Topology();
-  }
-  return std::move(*t);
-}
 
 ir::Schedule irOk(const std::string &text) {
   auto s = ir::parseSchedule(text, "t.ir");

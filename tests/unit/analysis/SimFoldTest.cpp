@@ -13,11 +13,13 @@
 #include "compiler/analysis/ComputeModel.h"
 #include "compiler/analysis/Simulator.h"
 #include "compiler/topology/TopologyParser.h"
+#include "tests/unit/topology/TopologyTestUtil.h"
 
 #include "gtest/gtest.h"
 
 using namespace topocc;
 using namespace topocc::analysis;
+using topocc::topo::test::parseOk;
 
 namespace {
 
@@ -56,15 +58,6 @@ fabric:
            std::to_string(r) + ", to: rail" + std::to_string(r) +
            ", class: " + (b == 0 && r == slowNic ? "slow" : "ib") + " }\n";
   return s;
-}
-
-topo::Topology parseOk(const std::string &text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError());
-    return topo::Topology();
-  }
-  return std::move(*t);
 }
 
 ir::Schedule compiled(const topo::Topology &t, llvm::StringRef algorithm,

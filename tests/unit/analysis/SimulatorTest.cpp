@@ -9,12 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/analysis/CostModel.h"
 #include "compiler/analysis/Simulator.h"
 #include "compiler/Pipeline.h"
+#include "compiler/analysis/CostModel.h"
 #include "compiler/passes/Fuse.h"
 #include "compiler/passes/LowerRing.h"
 #include "compiler/topology/TopologyParser.h"
+#include "tests/unit/topology/TopologyTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -22,17 +23,9 @@
 
 using namespace topocc;
 using namespace topocc::analysis;
+using topocc::topo::test::parseOk;
 
 namespace {
-
-topo::Topology parseOk(llvm::StringRef text) {
-  auto t = topo::parseTopology(text, "t.yaml");
-  if (!t) {
-    ADD_FAILURE() << llvm::toString(t.takeError());
-    return topo::Topology();
-  }
-  return std::move(*t);
-}
 
 /// n GPUs in a cycle of equal links; a slow hub keeps every pair connected
 /// (GPUs do not forward), ring neighbours use their direct links.
