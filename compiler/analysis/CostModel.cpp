@@ -11,6 +11,7 @@
 
 #include "support/Diagnostics.h"
 
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -45,6 +46,9 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
   }
   outArcs.resize(t.devices().size());
   inArcs.resize(t.devices().size());
+  gpu.resize(t.devices().size());
+  for (size_t d = 0; d < t.devices().size(); ++d)
+    gpu[d] = t.device(static_cast<int>(d)).kind == DeviceKind::Gpu;
   for (size_t i = 0; i < n; ++i) {
     const topo::Link &l = t.link(static_cast<int>(i));
     for (int d = 0; d < 2; ++d) {
@@ -52,8 +56,9 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
         continue;
       int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
       int id = static_cast<int>(arcs.size());
-      arcs.push_back(
-          {u, v, static_cast<int>(i), d, 1u << static_cast<unsigned>(l.type)});
+      arcs.push_back({u, v, static_cast<int>(i), d,
+                      1u << static_cast<unsigned>(l.type),
+                      l.effectiveCapacity(d), l.capacity(d)});
       outArcs[u].push_back(id);
       inArcs[v].push_back(id);
     }
@@ -97,7 +102,7 @@ const std::vector<int> &LinkModel::hopsFrom(int root, uint32_t mask) const {
   d.dist[root] = 0;
   for (size_t head = 0; head < queue.size(); ++head) {
     int x = queue[head];
-    if (x != root && topo->device(x).kind == DeviceKind::Gpu)
+    if (x != root && gpu[x])
       continue; // GPUs never forward
     for (int id : outArcs[x]) {
       const Arc &a = arcs[id];
@@ -235,23 +240,45 @@ void LinkModel::spreadOverEqualPaths(const std::vector<int> &dag, int src,
 }
 
 PathFlow LinkModel::deviceFlow(int src, int dst) const {
-  PathFlow f;
+  return flowOf(deviceFlowParts(src, dst));
+}
+
+PathFlow LinkModel::flowOf(FlowParts parts) const {
+  PathFlow &f = parts.flow;
+  if (parts.resFilled)
+    return std::move(f);
+  const InnerFlow &in = innerFlows[parts.inner];
+  f.res = in.shares;
+  if (in.total > 0)
+    for (int res : {parts.firstRes, parts.lastRes}) {
+      auto at = std::lower_bound(
+          f.res.begin(), f.res.end(), res,
+          [](const std::pair<int, double> &e, int r) { return e.first < r; });
+      if (at != f.res.end() && at->first == res)
+        at->second += 1.0;
+      else
+        f.res.insert(at, {res, 1.0});
+    }
+  return std::move(f);
+}
+
+LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
+  FlowParts parts;
+  PathFlow &f = parts.flow;
   const topo::Topology &t = *topo;
   const int nd = static_cast<int>(t.devices().size());
   if (src < 0 || dst < 0 || src >= nd || dst >= nd)
-    return f;
-  topo::Route w = routeTree(src).to(dst);
-  if (!w.found())
-    return f;
+    return parts;
+  topo::RouteSummary w = routeTree(src).summaryTo(dst);
+  if (!w.found)
+    return parts;
   f.found = true;
   f.latency = w.latency;
   if (src == dst) {
     f.bandwidth = f.rawBandwidth = std::numeric_limits<double>::infinity();
-    return f;
+    return parts;
   }
-  uint32_t mask = 0;
-  for (const topo::Hop &h : w.hops)
-    mask |= 1u << static_cast<unsigned>(t.link(h.link).type);
+  const uint32_t mask = w.linkTypes;
   // The arcs of those types that neither leave a GPU other than src nor
   // enter one other than dst, on a shortest src -> dst path: walked back
   // from dst over arcs that step the forward distance by one. The search
@@ -261,21 +288,21 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
   int h = ds[dst];
   if (h <= 0) {
     // Cannot happen (the widest route uses these types); fall back to it.
-    f.hops = static_cast<int>(w.hops.size());
+    f.hops = w.hops;
     f.bandwidth = w.bottleneck;
     f.rawBandwidth = w.rawBottleneck;
-    for (const topo::Hop &hp : w.hops)
+    for (const topo::Hop &hp : routeTree(src).to(dst).hops)
       f.res.push_back({resourceOf(hp.link, hp.dir), 1.0});
     std::sort(f.res.begin(), f.res.end());
-    return f;
+    return parts;
   }
   f.hops = h;
   auto allowed = [&](const Arc &a) {
     if (!(a.typeBit & mask))
       return false;
-    if (a.u != src && t.device(a.u).kind == DeviceKind::Gpu)
+    if (a.u != src && gpu[a.u])
       return false;
-    return a.v == dst || t.device(a.v).kind != DeviceKind::Gpu;
+    return a.v == dst || !gpu[a.v];
   };
   // The only possible first arc (from src to distance 1) and last arc (into
   // dst from distance h - 1), or -1 when there are several.
@@ -303,32 +330,17 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
   if (h >= 2 && (firstArc = onlyArc(outArcs[src], true)) >= 0 &&
       (lastArc = onlyArc(inArcs[dst], false)) >= 0) {
     const Arc &e = arcs[firstArc], &l = arcs[lastArc];
-    const topo::Link &le = t.link(e.link), &ll = t.link(l.link);
-    key = InnerKey{e.v,
-                   l.u,
-                   mask,
-                   le.effectiveCapacity(e.dir),
-                   ll.effectiveCapacity(l.dir),
-                   le.capacity(e.dir),
-                   ll.capacity(l.dir)};
-    auto hit = innerFlows.find(*key);
-    if (hit != innerFlows.end()) {
-      const InnerFlow &in = hit->second;
+    key = InnerKey{e.v, l.u, mask, e.cap, l.cap, e.rawCap, l.rawCap};
+    auto hit = innerIds.find(*key);
+    if (hit != innerIds.end()) {
+      const InnerFlow &in = innerFlows[hit->second];
       f.bandwidth = in.total;
       f.rawBandwidth = in.rawTotal;
-      f.res = in.shares;
-      if (in.total > 0)
-        for (int id : {firstArc, lastArc}) {
-          const int res = resourceOf(arcs[id].link, arcs[id].dir);
-          auto at = std::lower_bound(f.res.begin(), f.res.end(), res,
-                                     [](const std::pair<int, double> &e,
-                                        int r) { return e.first < r; });
-          if (at != f.res.end() && at->first == res)
-            at->second += 1.0;
-          else
-            f.res.insert(at, {res, 1.0});
-        }
-      return f;
+      parts.inner = hit->second;
+      parts.firstRes = resourceOf(e.link, e.dir);
+      parts.lastRes = resourceOf(l.link, l.dir);
+      parts.resFilled = false;
+      return parts;
     }
   }
   std::vector<int> dag;
@@ -392,9 +404,13 @@ PathFlow LinkModel::deviceFlow(int src, int dst) const {
         inner[resourceOf(arcs[dag[k]].link, arcs[dag[k]].dir)] +=
             perEdge[k] / f.bandwidth;
     in.shares.assign(inner.begin(), inner.end());
-    innerFlows.emplace(*key, std::move(in));
+    parts.inner = static_cast<int>(innerFlows.size());
+    parts.firstRes = resourceOf(arcs[firstArc].link, arcs[firstArc].dir);
+    parts.lastRes = resourceOf(arcs[lastArc].link, arcs[lastArc].dir);
+    innerIds.emplace(*key, parts.inner);
+    innerFlows.push_back(std::move(in));
   }
-  return f;
+  return parts;
 }
 
 size_t LinkModel::InnerKeyHash::operator()(const InnerKey &k) const {
@@ -405,7 +421,7 @@ size_t LinkModel::InnerKeyHash::operator()(const InnerKey &k) const {
   mix(std::hash<int>()(k.to));
   mix(std::hash<uint32_t>()(k.mask));
   for (double d : {k.inCap, k.outCap, k.rawInCap, k.rawOutCap})
-    mix(std::hash<double>()(d));
+    mix(std::hash<uint64_t>()(d == 0 ? 0 : llvm::bit_cast<uint64_t>(d)));
   return h;
 }
 

@@ -81,12 +81,34 @@ public:
   /// destination, so routing many pairs costs about the paths' size each).
   PathFlow deviceFlow(int fromDevice, int toDevice) const;
 
+  /// deviceFlow's result, where possible as parts shared by many pairs:
+  /// when `inner` >= 0 the flow is the source's only first arc
+  /// (resource `firstRes`), the inner flow `inner` between the two
+  /// switches behind the ends (innerShares) and the destination's only
+  /// last arc (`lastRes`); flow.res is then filled only when `resFilled`
+  /// (flowOf fills it). Otherwise `flow` is the whole flow. For callers
+  /// that route millions of pairs and need only which resources a flow
+  /// crosses (the realizable bound).
+  struct FlowParts {
+    PathFlow flow;
+    int inner = -1, firstRes = -1, lastRes = -1;
+    bool resFilled = true;
+  };
+  FlowParts deviceFlowParts(int fromDevice, int toDevice) const;
+  /// The resources of inner flow `id` and their shares, sorted by resource.
+  const std::vector<std::pair<int, double>> &innerShares(int id) const {
+    return innerFlows[id].shares;
+  }
+  /// `parts` as the flow deviceFlow returns.
+  PathFlow flowOf(FlowParts parts) const;
+
 private:
   /// A directed link usable by some flow: link `link` in direction `dir`,
   /// from device u to device v, its type's bit in `typeBit`.
   struct Arc {
     int u, v, link, dir;
     uint32_t typeBit;
+    double cap, rawCap; ///< the link's effective and raw capacity this way
   };
   /// Hop distances of a breadth-first search from device `root` over the
   /// arcs of the link types in `mask`; GPUs other than the root are reached
@@ -126,12 +148,14 @@ private:
     /// (resource, share of total), sorted by resource.
     std::vector<std::pair<int, double>> shares;
   };
-  mutable std::unordered_map<InnerKey, InnerFlow, InnerKeyHash> innerFlows;
+  mutable std::unordered_map<InnerKey, int, InnerKeyHash> innerIds;
+  mutable std::vector<InnerFlow> innerFlows; ///< by id, in discovery order
 
   const topo::Topology *topo;
   std::vector<double> cap, rawCap;
   std::vector<Arc> arcs;                         ///< by (link, dir)
   std::vector<std::vector<int>> outArcs, inArcs; ///< arc ids by device
+  std::vector<char> gpu;                         ///< by device: a GPU?
   /// Small most-recently-used caches (front: newest).
   mutable std::vector<topo::RouteTree> trees;
   /// The graph every tree searches, built with the first tree.

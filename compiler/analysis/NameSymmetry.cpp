@@ -103,31 +103,53 @@ namePermutations(llvm::ArrayRef<std::string> names, NameMoves moves) {
       return out; // names that do not tell vertices apart
   std::vector<NameParts> parts;
   parts.reserve(n);
-  // Each word's values, in numeric order (then as written).
-  std::map<std::string, std::set<std::pair<size_t, std::string>>> values;
+  // Each word's values, in numeric order (then as written), and the
+  // vertices whose names hold each value after the word: a renaming moves
+  // only those (a swap of boxes 3 and 4 renames 2 of 32 boxes' devices).
+  struct Value {
+    std::vector<int> vertices;
+  };
+  std::map<std::string, std::map<std::pair<size_t, std::string>, Value>> values;
   for (int v = 0; v < n; ++v) {
     parts.push_back(splitName(names[v]));
     const NameParts &p = parts.back();
-    for (size_t i = 0; i < p.numbers.size(); ++i)
-      values[p.words[i]].insert({p.numbers[i].size(), p.numbers[i]});
+    for (size_t i = 0; i < p.numbers.size(); ++i) {
+      std::vector<int> &at =
+          values[p.words[i]][{p.numbers[i].size(), p.numbers[i]}].vertices;
+      if (at.empty() || at.back() != v)
+        at.push_back(v);
+    }
   }
   std::vector<int> perm(n);
+  for (int v = 0; v < n; ++v)
+    perm[v] = v;
   for (const auto &[word, sorted] : values) {
     std::vector<std::string> vals;
     for (const auto &value : sorted)
-      vals.push_back(value.second);
+      vals.push_back(value.first.second);
     for (const auto &to : proposals(vals, moves)) {
+      // The vertices this renaming touches, each once, in order.
+      std::vector<int> touched;
+      for (const auto &[key, value] : sorted)
+        if (to.count(key.second))
+          touched.insert(touched.end(), value.vertices.begin(),
+                         value.vertices.end());
+      llvm::sort(touched);
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
       bool ok = true, moved = false;
-      for (int v = 0; v < n && ok; ++v) {
+      for (int v : touched) {
         auto found = vertexOf.find(renamed(parts[v], word, to));
-        ok = found != vertexOf.end();
-        if (ok) {
-          perm[v] = found->second;
-          moved |= found->second != v;
+        if (found == vertexOf.end()) {
+          ok = false;
+          break;
         }
+        perm[v] = found->second;
+        moved |= found->second != v;
       }
       if (ok && moved)
         out.push_back(perm);
+      for (int v : touched)
+        perm[v] = v;
     }
   }
   return out;

@@ -12,6 +12,7 @@
 
 #include "compiler/topology/Topology.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -84,29 +85,17 @@ RouteGraph::RouteGraph(const Topology &t)
 
 RouteGraph::~RouteGraph() = default;
 
-RouteTree::RouteTree(const Topology &t, int source)
-    : RouteTree(RouteGraph(t), source) {}
-
-// Dijkstra's algorithm with a 4-ary indirect heap and decrease-key, the
-// exact steps of Boost.Graph's dijkstra_shortest_paths (which this
-// replaced; tests/unit/topology checks they agree on every source), so
-// that ties between equally wide and long routes keep resolving as they
-// did: by heap order, then by arc order.
-RouteTree::RouteTree(const RouteGraph &graph, int source)
-    : topo(graph.topo), src(source) {
-  const RouteGraph::Impl &g = *graph.impl;
-  const size_t n = g.isGpu.size();
-  pred.assign(n, Hop{});
-  if (src < 0 || static_cast<size_t>(src) >= n)
-    return;
-  std::vector<Cost> dist(n, Cost{-1, INT_MAX});
-  dist[src] = Cost{std::numeric_limits<double>::infinity(), 0};
+/// The state of a search that has not settled every device yet.
+struct RouteTree::Search {
   enum : uint8_t { White, Gray, Black };
-  std::vector<uint8_t> color(n, White);
+  static constexpr size_t kArity = 4;
+  const RouteGraph::Impl *g = nullptr;
+  std::vector<Cost> dist;
+  std::vector<uint8_t> color;
   std::vector<int> heap;
-  std::vector<size_t> at(n, 0); ///< index in heap
-  constexpr size_t kArity = 4;
-  auto up = [&](size_t index) {
+  std::vector<size_t> at; ///< index in heap
+
+  void up(size_t index) {
     if (index == 0)
       return;
     const int moving = heap[index];
@@ -127,8 +116,8 @@ RouteTree::RouteTree(const RouteGraph &graph, int source)
     }
     heap[i] = moving;
     at[moving] = i;
-  };
-  auto down = [&]() {
+  }
+  void down() {
     size_t index = 0;
     const Cost moving = dist[heap[0]];
     const size_t size = heap.size();
@@ -148,13 +137,13 @@ RouteTree::RouteTree(const RouteGraph &graph, int source)
       at[heap[index]] = index;
       index = best;
     }
-  };
-  auto push = [&](int v) {
+  }
+  void push(int v) {
     heap.push_back(v);
     at[v] = heap.size() - 1;
     up(heap.size() - 1);
-  };
-  auto pop = [&]() {
+  }
+  void pop() {
     if (heap.size() == 1) {
       heap.pop_back();
       return;
@@ -163,36 +152,116 @@ RouteTree::RouteTree(const RouteGraph &graph, int source)
     at[heap[0]] = 0;
     heap.pop_back();
     down();
-  };
-  color[src] = Gray;
-  push(src);
-  while (!heap.empty()) {
-    const int u = heap[0];
-    pop();
+  }
+};
+
+// The graph lives until the delegated constructor returns: the search
+// runs to its end there.
+RouteTree::RouteTree(const Topology &t, int source)
+    : RouteTree(RouteGraph(t), source, /*complete=*/true) {}
+
+RouteTree::RouteTree(const RouteGraph &graph, int source)
+    : RouteTree(graph, source, /*complete=*/false) {}
+
+// Dijkstra's algorithm with a 4-ary indirect heap and decrease-key, the
+// exact steps of Boost.Graph's dijkstra_shortest_paths (which this
+// replaced; tests/unit/topology checks they agree on every source), so
+// that ties between equally wide and long routes keep resolving as they
+// did: by heap order, then by arc order.
+RouteTree::RouteTree(const RouteGraph &graph, int source, bool complete)
+    : topo(graph.topo), src(source) {
+  const RouteGraph::Impl &g = *graph.impl;
+  const size_t n = g.isGpu.size();
+  pred.assign(n, Hop{});
+  if (src < 0 || static_cast<size_t>(src) >= n)
+    return;
+  search = std::make_unique<Search>();
+  Search &s = *search;
+  s.g = &g;
+  s.dist.assign(n, Cost{-1, INT_MAX});
+  s.dist[src] = Cost{std::numeric_limits<double>::infinity(), 0};
+  s.color.assign(n, Search::White);
+  s.at.assign(n, 0);
+  s.color[src] = Search::Gray;
+  s.push(src);
+  if (complete)
+    settle(-1);
+}
+
+RouteTree::RouteTree(RouteTree &&) noexcept = default;
+RouteTree &RouteTree::operator=(RouteTree &&) noexcept = default;
+RouteTree::~RouteTree() = default;
+
+void RouteTree::settle(int dst) const {
+  if (!search)
+    return;
+  Search &s = *search;
+  const RouteGraph::Impl &g = *s.g;
+  if (dst >= 0 && s.color[dst] == Search::Black)
+    return;
+  while (!s.heap.empty()) {
+    const int u = s.heap[0];
+    s.pop();
     // Only the source GPU sends; other GPUs are endpoints only.
     if (u == src || !g.isGpu[u]) {
       for (uint32_t k = g.begin[u]; k < g.begin[u + 1]; ++k) {
         const RouteGraph::Impl::Arc &a = g.arcs[k];
         const int v = a.to;
-        if (color[v] == Black)
+        if (s.color[v] == Search::Black)
           continue;
-        const Cost old = dist[v];
-        const Cost next = extend(dist[u], a.width);
+        const Cost old = s.dist[v];
+        const Cost next = extend(s.dist[u], a.width);
         const bool relaxed = better(next, old);
         if (relaxed) {
-          dist[v] = next;
+          s.dist[v] = next;
           pred[v] = Hop{a.link, a.dir, u, v};
         }
-        if (color[v] == White) {
-          color[v] = Gray;
-          push(v);
+        if (s.color[v] == Search::White) {
+          s.color[v] = Search::Gray;
+          s.push(v);
         } else if (relaxed) {
-          up(at[v]);
+          s.up(s.at[v]);
         }
       }
     }
-    color[u] = Black;
+    s.color[u] = Search::Black;
+    if (u == dst)
+      return; // its route is final: settled devices are never relaxed
   }
+  search.reset();
+}
+
+RouteSummary RouteTree::summaryTo(int dst) const {
+  RouteSummary r;
+  if (dst < 0 || static_cast<size_t>(dst) >= pred.size())
+    return r;
+  r.bottleneck = r.rawBottleneck = std::numeric_limits<double>::infinity();
+  if (dst == src) {
+    r.found = true;
+    return r;
+  }
+  settle(dst);
+  if (pred[dst].link < 0)
+    return RouteSummary{};
+  // The hops from the last, summed from the first as to() sums them.
+  llvm::SmallVector<const Hop *, 16> hops;
+  for (int v = dst; v != src;) {
+    const Hop &h = pred[v];
+    hops.push_back(&h);
+    v = h.fromDevice;
+    if (hops.size() > pred.size() || v < 0)
+      return RouteSummary{}; // cannot happen: predecessor chains are acyclic
+  }
+  r.found = true;
+  r.hops = static_cast<int>(hops.size());
+  for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+    const Link &l = topo->link((*it)->link);
+    r.bottleneck = std::min(r.bottleneck, l.effectiveCapacity((*it)->dir));
+    r.rawBottleneck = std::min(r.rawBottleneck, l.capacity((*it)->dir));
+    r.latency += l.latency;
+    r.linkTypes |= 1u << static_cast<unsigned>(l.type);
+  }
+  return r;
 }
 
 Route RouteTree::to(int dst) const {
@@ -202,7 +271,10 @@ Route RouteTree::to(int dst) const {
     r.exists = true;
     return r;
   }
-  if (dst < 0 || static_cast<size_t>(dst) >= pred.size() || pred[dst].link < 0)
+  if (dst < 0 || static_cast<size_t>(dst) >= pred.size())
+    return Route{};
+  settle(dst);
+  if (pred[dst].link < 0)
     return Route{};
   std::vector<Hop> hops;
   for (int v = dst; v != src;) {

@@ -121,12 +121,17 @@ struct Route {
   bool found() const { return exists; }
 };
 
+/// A route's figures without its hops (RouteTree::summaryTo): what a caller
+/// routing millions of pairs needs, without a list per pair.
+struct RouteSummary {
+  bool found = false;
+  uint32_t linkTypes = 0; ///< 1u << LinkType of every hop
+  int hops = 0;
+  double bottleneck = 0, rawBottleneck = 0, latency = 0; ///< as in Route
+};
+
 class Topology;
 
-/// Widest-then-fewest-hops routes from one device to every device, from one
-/// single-source search (Topology::routeDevices). Holds a predecessor hop
-/// per device: O(devices) memory, so callers that route many pairs from one
-/// source build one tree and keep it (analysis::LinkModel caches a few).
 /// A topology's links as one graph for route searches from many sources
 /// (RouteTree): building it is most of a search's cost on a large fabric,
 /// so callers that route from many sources build it once.
@@ -144,19 +149,41 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// Widest-then-fewest-hops routes from one device to every device, from one
+/// single-source search (Topology::routeDevices). Holds a predecessor hop
+/// per device: O(devices) memory, so callers that route many pairs from one
+/// source build one tree and keep it (analysis::LinkModel caches a few).
+///
+/// A tree built on a RouteGraph searches lazily: to(d) runs the search only
+/// until d is settled (a route inside a node of a 4096-GPU fabric then
+/// costs a few dozen steps instead of a search of the whole fabric), and
+/// later calls resume it. The steps are those of one full search, so every
+/// route is the same as a full search's. The graph must outlive the tree;
+/// to() changes the search state, so one tree is not shared by threads.
 class RouteTree {
 public:
   RouteTree(const Topology &t, int srcDevice);
   /// The same search on `graph`, built once for its topology.
   RouteTree(const RouteGraph &graph, int srcDevice);
+  RouteTree(RouteTree &&) noexcept;
+  RouteTree &operator=(RouteTree &&) noexcept;
+  ~RouteTree();
   int source() const { return src; }
   /// The route to `dstDevice`; !found() when none exists.
   Route to(int dstDevice) const;
+  /// to(dstDevice) without its hops, and the link types it uses.
+  RouteSummary summaryTo(int dstDevice) const;
 
 private:
+  struct Search;
+  RouteTree(const RouteGraph &graph, int srcDevice, bool complete);
+  /// Runs the search until `dst` is settled or every device is.
+  void settle(int dst) const;
   const Topology *topo;
   int src;
-  std::vector<Hop> pred; ///< the hop that reaches each device; link -1: none
+  mutable std::vector<Hop>
+      pred; ///< the hop that reaches each device; link -1: none
+  mutable std::unique_ptr<Search> search; ///< null once the search is done
 };
 
 /// A what-if patch operation (docs/TopologyFormat.md, "Scenarios").

@@ -1,4 +1,5 @@
-//===- tests/unit/analysis/RealizableBoundTest.cpp - The runtime's routes' bound ===//
+//===- tests/unit/analysis/RealizableBoundTest.cpp - The runtime's routes' bound
+//===//
 //
 // compiler/analysis/RealizableGraph.h: the cut bound on the paths the
 // runtime gives each message. Closed forms on small boxes (a PCIe path
@@ -6,16 +7,23 @@
 // not used; NCCL's rule alternates two nearest NICs over channels), the
 // library's DGX A100 (NVLink only: 6 x 40 GB/s per GPU), and for every
 // library topology up to 32 ranks: realizable <= physical on the same
-// effective rates.
+// effective rates. The graph, which is collected by NIC pairs and stubs
+// (RealizableGraph.cpp, RouteSet), equals one built route by route from
+// every rank pair and channel, on the library and its scenarios.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/analysis/NetRoutes.h"
 #include "compiler/analysis/RealizableGraph.h"
+#include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
 
 #include "gtest/gtest.h"
 
 #include <filesystem>
+#include <numeric>
+#include <set>
+#include <tuple>
 
 using namespace topocc;
 using namespace topocc::analysis;
@@ -144,6 +152,150 @@ TEST(RealizableBoundTest, NeverAbovePhysicalOnTheLibrary) {
     ++seen;
   }
   EXPECT_GE(seen, 9);
+}
+
+/// An arc of the realizable graph by what it stands for: a hop (r, r), a
+/// join (r1, r2), a rank sending into r (-1 - rank, r) or r delivering to a
+/// rank (r, -1 - rank); with its capacity.
+using ArcKey = std::tuple<int, int, bool, int64_t>; // (a, b, hop?, cap)
+
+/// The graph's arcs as ArcKeys; every resource vertex is named by its hop.
+std::set<ArcKey> arcsOf(const BoundGraph &g, const LinkModel &m) {
+  const int n = static_cast<int>(g.compute.size());
+  std::vector<int> resOf(g.numVertices, -2);
+  for (const BoundGraph::Arc &a : g.arcs)
+    if (a.from >= n && a.to == a.from + 1 && (a.from - n) % 2 == 0)
+      resOf[a.from] = resOf[a.to] = m.resourceOf(a.link, a.dir);
+  std::set<ArcKey> out;
+  for (const BoundGraph::Arc &a : g.arcs) {
+    const int64_t cap = a.cap * g.quantumBytesPerSec;
+    int from = a.from < n ? -1 - a.from : resOf[a.from];
+    int to = a.to < n ? -1 - a.to : resOf[a.to];
+    out.insert({from, to, a.from >= n && a.to == a.from + 1, cap});
+  }
+  return out;
+}
+
+/// The same, route by route: every rank pair, on every channel of NCCL's
+/// rule, as the simulator routes it (GPU -> NIC -> NIC -> GPU segments, or
+/// one segment within a node, without the rule, or where a segment has no
+/// route). Within a segment every two of its resources that meet at a
+/// device other than its ends follow one another; the last hops of one
+/// segment precede the first hops of the next.
+std::set<ArcKey> arcsRouteByRoute(const topo::Topology &t, LinkModel &m,
+                                  bool rule) {
+  std::optional<NcclNetRoutes> net;
+  if (rule)
+    net.emplace(t);
+  std::set<ArcKey> out;
+  auto cap = [&](int res) {
+    return static_cast<int64_t>(std::llround(m.capacity(res)));
+  };
+  struct Seg {
+    int from, to;
+    std::vector<int> res;
+  };
+  auto segment = [&](int from, int to) -> std::optional<Seg> {
+    PathFlow f = m.deviceFlow(from, to);
+    if (!f.found || f.res.empty())
+      return std::nullopt;
+    Seg s{from, to, {}};
+    for (auto [res, share] : f.res)
+      s.res.push_back(res);
+    return s;
+  };
+  auto addRoute = [&](int a, int b, const std::vector<Seg> &route) {
+    for (size_t i = 0; i < route.size(); ++i) {
+      const Seg &s = route[i];
+      for (int r1 : s.res) {
+        out.insert({r1, r1, true, cap(r1)});
+        auto [u1, v1] = m.resourceEnds(r1);
+        if (u1 == s.from && i == 0)
+          out.insert({-1 - a, r1, false, cap(r1)});
+        if (v1 == s.to && i + 1 == route.size())
+          out.insert({r1, -1 - b, false, cap(r1)});
+        for (int r2 : s.res)
+          if (m.resourceEnds(r2).first == v1 && v1 != s.from && v1 != s.to)
+            out.insert({r1, r2, false, std::min(cap(r1), cap(r2))});
+        if (v1 == s.to && i + 1 < route.size())
+          for (int r2 : route[i + 1].res)
+            if (m.resourceEnds(r2).first == s.to)
+              out.insert({r1, r2, false, std::min(cap(r1), cap(r2))});
+      }
+    }
+  };
+  for (int a = 0; a < t.numRanks(); ++a)
+    for (int b = 0; b < t.numRanks(); ++b) {
+      if (a == b)
+        continue;
+      const int ga = t.rankDevice(a), gb = t.rankDevice(b);
+      auto direct = [&] {
+        std::vector<Seg> route;
+        if (auto s = segment(ga, gb)) {
+          route.push_back(std::move(*s));
+          addRoute(a, b, route);
+        }
+      };
+      if (!net || t.nodeOfRank(a) == t.nodeOfRank(b)) {
+        direct();
+        continue;
+      }
+      const int period = std::lcm(net->period(a), net->period(b));
+      for (int c = 0; c < period; ++c) {
+        std::vector<int> stops{ga};
+        for (int nic : {net->nicFor(a, c), net->nicFor(b, c)})
+          if (nic >= 0)
+            stops.push_back(nic);
+        stops.push_back(gb);
+        std::vector<Seg> route;
+        for (size_t i = 0; i + 1 < stops.size(); ++i)
+          if (auto s = segment(stops[i], stops[i + 1]))
+            route.push_back(std::move(*s));
+        if (route.size() + 1 == stops.size())
+          addRoute(a, b, route);
+        else
+          direct();
+      }
+    }
+  return out;
+}
+
+TEST(RealizableBoundTest, GraphEqualsRouteByRouteOnTheLibrary) {
+  int compared = 0;
+  for (const auto &e : std::filesystem::directory_iterator(
+           std::string(TOPOCC_SOURCE_DIR) + "/topologies")) {
+    if (e.path().extension() != ".yaml")
+      continue;
+    auto t = topo::loadTopologyFile(e.path().string());
+    ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+    if (t->numRanks() > 64) // fattree-multipod: the reference is quadratic
+      continue;
+    std::vector<std::pair<std::string, topo::Topology>> cases{{"", *t}};
+    for (const topo::ScenarioDef &sc : t->scenarios()) {
+      topo::Topology patched = *t;
+      if (auto err = topo::applyScenario(patched, sc.name))
+        llvm::consumeError(std::move(err)); // a sweep
+      else
+        cases.push_back({" with " + sc.name, std::move(patched)});
+    }
+    for (const auto &[what, topology] : cases)
+      for (bool rule : {true, false}) {
+        SCOPED_TRACE(e.path().filename().string() + what +
+                     (rule ? " (NCCL's rule)" : " (free routing)"));
+        LinkModel m(topology);
+        RealizableOptions o;
+        o.ncclNetRule = rule;
+        auto g = buildRealizableGraph(topology, m, o);
+        if (!g) { // a rank pair without a route, after a failure
+          llvm::consumeError(g.takeError());
+          continue;
+        }
+        LinkModel fresh(topology);
+        EXPECT_EQ(arcsOf(*g, m), arcsRouteByRoute(topology, fresh, rule));
+        ++compared;
+      }
+  }
+  EXPECT_GE(compared, 30);
 }
 
 } // namespace
