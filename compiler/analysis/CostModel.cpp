@@ -44,8 +44,6 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
       rawCap[2 * i + d] = l.capacity(d);
     }
   }
-  outArcs.resize(t.devices().size());
-  inArcs.resize(t.devices().size());
   gpu.resize(t.devices().size());
   for (size_t d = 0; d < t.devices().size(); ++d)
     gpu[d] = t.device(static_cast<int>(d)).kind == DeviceKind::Gpu;
@@ -55,14 +53,47 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
       if (l.effectiveCapacity(d) <= 0)
         continue;
       int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
-      int id = static_cast<int>(arcs.size());
       arcs.push_back({u, v, static_cast<int>(i), d,
                       1u << static_cast<unsigned>(l.type),
                       l.effectiveCapacity(d), l.capacity(d)});
-      outArcs[u].push_back(id);
-      inArcs[v].push_back(id);
     }
   }
+  const size_t nd = t.devices().size();
+  outBegin.assign(nd + 1, 0);
+  inBegin.assign(nd + 1, 0);
+  for (const Arc &a : arcs) {
+    ++outBegin[a.u + 1];
+    ++inBegin[a.v + 1];
+  }
+  for (size_t d = 0; d < nd; ++d) {
+    outBegin[d + 1] += outBegin[d];
+    inBegin[d + 1] += inBegin[d];
+  }
+  outIds.resize(arcs.size());
+  inIds.resize(arcs.size());
+  std::vector<int> outFill(outBegin.begin(), outBegin.end() - 1),
+      inFill(inBegin.begin(), inBegin.end() - 1);
+  for (size_t id = 0; id < arcs.size(); ++id) { // ids ascending per device
+    outIds[outFill[arcs[id].u]++] = static_cast<int>(id);
+    inIds[inFill[arcs[id].v]++] = static_cast<int>(id);
+  }
+  outHeads.reserve(outIds.size());
+  for (int id : outIds)
+    outHeads.push_back({arcs[id].v, arcs[id].typeBit});
+}
+
+int LinkModel::findInner(const InnerKey &key) const {
+  constexpr size_t kSlots = 4096;
+  if (innerSlots.empty())
+    innerSlots.resize(kSlots);
+  InnerSlot &slot = innerSlots[InnerKeyHash()(key) % kSlots];
+  if (slot.id >= 0 && slot.key == key)
+    return slot.id;
+  auto hit = innerIds.find(key);
+  if (hit == innerIds.end())
+    return -1;
+  slot = {key, hit->second};
+  return hit->second;
 }
 
 namespace {
@@ -104,11 +135,10 @@ const std::vector<int> &LinkModel::hopsFrom(int root, uint32_t mask) const {
     int x = queue[head];
     if (x != root && gpu[x])
       continue; // GPUs never forward
-    for (int id : outArcs[x]) {
-      const Arc &a = arcs[id];
-      if (!(a.typeBit & mask))
+    for (int k = outBegin[x]; k < outBegin[x + 1]; ++k) {
+      auto [y, typeBit] = outHeads[k];
+      if (!(typeBit & mask))
         continue;
-      int y = a.v;
       if (d.dist[y] < 0) {
         d.dist[y] = d.dist[x] + 1;
         queue.push_back(y);
@@ -306,7 +336,7 @@ LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
   };
   // The only possible first arc (from src to distance 1) and last arc (into
   // dst from distance h - 1), or -1 when there are several.
-  auto onlyArc = [&](const std::vector<int> &ids, bool first) {
+  auto onlyArc = [&](llvm::ArrayRef<int> ids, bool first) {
     int only = -1;
     for (int id : ids) {
       const Arc &a = arcs[id];
@@ -327,16 +357,15 @@ LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
   // flow so far): the inner flows are kept per InnerKey.
   std::optional<InnerKey> key;
   int firstArc = -1, lastArc = -1;
-  if (h >= 2 && (firstArc = onlyArc(outArcs[src], true)) >= 0 &&
-      (lastArc = onlyArc(inArcs[dst], false)) >= 0) {
+  if (h >= 2 && (firstArc = onlyArc(outArcs(src), true)) >= 0 &&
+      (lastArc = onlyArc(inArcs(dst), false)) >= 0) {
     const Arc &e = arcs[firstArc], &l = arcs[lastArc];
     key = InnerKey{e.v, l.u, mask, e.cap, l.cap, e.rawCap, l.rawCap};
-    auto hit = innerIds.find(*key);
-    if (hit != innerIds.end()) {
-      const InnerFlow &in = innerFlows[hit->second];
+    if (int id = findInner(*key); id >= 0) {
+      const InnerFlow &in = innerFlows[id];
       f.bandwidth = in.total;
       f.rawBandwidth = in.rawTotal;
-      parts.inner = hit->second;
+      parts.inner = id;
       parts.firstRes = resourceOf(e.link, e.dir);
       parts.lastRes = resourceOf(l.link, l.dir);
       parts.resFilled = false;
@@ -351,7 +380,7 @@ LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
     stack.pop_back();
     if (x == src)
       continue;
-    for (int id : inArcs[x]) {
+    for (int id : inArcs(x)) {
       const Arc &a = arcs[id];
       if (!allowed(a) || ds[a.u] < 0 || ds[a.u] + 1 != ds[x])
         continue;

@@ -149,12 +149,32 @@ private:
     std::vector<std::pair<int, double>> shares;
   };
   mutable std::unordered_map<InnerKey, int, InnerKeyHash> innerIds;
+  /// A direct-mapped cache in front of innerIds (id -1: empty): a sweep
+  /// asks for the same few thousand keys millions of times.
+  struct InnerSlot {
+    InnerKey key{};
+    int id = -1;
+  };
+  mutable std::vector<InnerSlot> innerSlots;
+  int findInner(const InnerKey &key) const;
   mutable std::vector<InnerFlow> innerFlows; ///< by id, in discovery order
 
   const topo::Topology *topo;
   std::vector<double> cap, rawCap;
   std::vector<Arc> arcs;                         ///< by (link, dir)
-  std::vector<std::vector<int>> outArcs, inArcs; ///< arc ids by device
+  /// Arc ids by device, as one array each (a sweep over millions of pairs
+  /// reads them in device order): device d's are [begin[d], begin[d + 1]).
+  std::vector<int> outBegin, outIds, inBegin, inIds;
+  /// outIds' arcs' heads and type bits, for the breadth-first searches.
+  std::vector<std::pair<int, uint32_t>> outHeads;
+  llvm::ArrayRef<int> outArcs(int d) const {
+    return llvm::makeArrayRef(outIds).slice(outBegin[d],
+                                            outBegin[d + 1] - outBegin[d]);
+  }
+  llvm::ArrayRef<int> inArcs(int d) const {
+    return llvm::makeArrayRef(inIds).slice(inBegin[d],
+                                           inBegin[d + 1] - inBegin[d]);
+  }
   std::vector<char> gpu;                         ///< by device: a GPU?
   /// Small most-recently-used caches (front: newest).
   mutable std::vector<topo::RouteTree> trees;

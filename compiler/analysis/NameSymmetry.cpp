@@ -2,6 +2,7 @@
 
 #include "compiler/analysis/NameSymmetry.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <map>
@@ -53,15 +54,15 @@ NameParts splitName(llvm::StringRef name) {
   return p;
 }
 
-/// `p` with each number after `word` written as `to` maps it (numbers
-/// `to` does not name stay).
-std::string renamed(const NameParts &p, const std::string &word,
+/// `p` with each number after one of `words` written as `to` maps it
+/// (numbers `to` does not name stay).
+std::string renamed(const NameParts &p, const std::vector<std::string> &words,
                     const std::map<std::string, std::string> &to) {
   std::string out;
   for (size_t i = 0; i < p.numbers.size(); ++i) {
     out += p.text[i];
     const std::string &x = p.numbers[i];
-    auto it = p.words[i] == word ? to.find(x) : to.end();
+    auto it = llvm::is_contained(words, p.words[i]) ? to.find(x) : to.end();
     out += it == to.end() ? x : it->second;
   }
   out += p.text.back();
@@ -123,35 +124,49 @@ namePermutations(llvm::ArrayRef<std::string> names, NameMoves moves) {
   std::vector<int> perm(n);
   for (int v = 0; v < n; ++v)
     perm[v] = v;
+  // One proposal: `to` applied to the values of every word in `words`.
+  auto propose = [&](const std::vector<std::string> &words,
+                     const std::map<std::string, std::string> &to) {
+    // The vertices this renaming touches, each once, in order.
+    std::vector<int> touched;
+    for (const std::string &word : words)
+      for (const auto &[key, value] : values.at(word))
+        if (to.count(key.second))
+          touched.insert(touched.end(), value.vertices.begin(),
+                         value.vertices.end());
+    llvm::sort(touched);
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    bool ok = true, moved = false;
+    for (int v : touched) {
+      auto found = vertexOf.find(renamed(parts[v], words, to));
+      if (found == vertexOf.end()) {
+        ok = false;
+        break;
+      }
+      perm[v] = found->second;
+      moved |= found->second != v;
+    }
+    if (ok && moved)
+      out.push_back(perm);
+    for (int v : touched)
+      perm[v] = v;
+  };
+  // Words by their values: with NameMoves::All, words with the same
+  // values also move together ("gpu3", "nic3" and "leaf3" of one rail).
+  std::map<std::vector<std::string>, std::vector<std::string>> wordsByValues;
   for (const auto &[word, sorted] : values) {
     std::vector<std::string> vals;
     for (const auto &value : sorted)
       vals.push_back(value.first.second);
-    for (const auto &to : proposals(vals, moves)) {
-      // The vertices this renaming touches, each once, in order.
-      std::vector<int> touched;
-      for (const auto &[key, value] : sorted)
-        if (to.count(key.second))
-          touched.insert(touched.end(), value.vertices.begin(),
-                         value.vertices.end());
-      llvm::sort(touched);
-      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-      bool ok = true, moved = false;
-      for (int v : touched) {
-        auto found = vertexOf.find(renamed(parts[v], word, to));
-        if (found == vertexOf.end()) {
-          ok = false;
-          break;
-        }
-        perm[v] = found->second;
-        moved |= found->second != v;
-      }
-      if (ok && moved)
-        out.push_back(perm);
-      for (int v : touched)
-        perm[v] = v;
-    }
+    for (const auto &to : proposals(vals, moves))
+      propose({word}, to);
+    wordsByValues[vals].push_back(word);
   }
+  if (moves == NameMoves::All)
+    for (const auto &[vals, words] : wordsByValues)
+      if (words.size() > 1)
+        for (const auto &to : proposals(vals, moves))
+          propose(words, to);
   return out;
 }
 

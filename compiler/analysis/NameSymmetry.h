@@ -24,7 +24,9 @@ namespace topocc::analysis {
 enum class NameMoves {
   /// Rotating every value to the next one, the last to the first.
   Rotations,
-  /// Rotations, swaps of two consecutive values and the reversal.
+  /// Rotations, swaps of two consecutive values and the reversal; also
+  /// each of them applied at once to every word with the same values (a
+  /// rail: "gpu3", "nic3" and "leaf3" become "gpu4", "nic4", "leaf4").
   All,
 };
 

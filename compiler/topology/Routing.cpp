@@ -54,6 +54,12 @@ struct RouteGraph::Impl {
   std::vector<uint32_t> begin; ///< device d's arcs: [begin[d], begin[d + 1])
   std::vector<Arc> arcs;
   std::vector<bool> isGpu;
+  /// What a route's summary reads of each link, in one array.
+  struct LinkFigures {
+    double effective[2], raw[2], latency;
+    uint32_t typeBit;
+  };
+  std::vector<LinkFigures> links;
 };
 
 RouteGraph::RouteGraph(const Topology &t)
@@ -76,6 +82,14 @@ RouteGraph::RouteGraph(const Topology &t)
   eachArc([&](int u, int, int, int, double) { ++begin[u + 1]; });
   for (size_t d = 0; d < n; ++d)
     begin[d + 1] += begin[d];
+  impl->links.resize(t.links().size());
+  for (size_t i = 0; i < t.links().size(); ++i) {
+    const Link &l = t.link(static_cast<int>(i));
+    impl->links[i] = {{l.effectiveCapacity(0), l.effectiveCapacity(1)},
+                      {l.capacity(0), l.capacity(1)},
+                      l.latency,
+                      1u << static_cast<unsigned>(l.type)};
+  }
   impl->arcs.resize(begin[n]);
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   eachArc([&](int u, int v, int link, int dir, double width) {
@@ -169,7 +183,8 @@ RouteTree::RouteTree(const RouteGraph &graph, int source)
 // that ties between equally wide and long routes keep resolving as they
 // did: by heap order, then by arc order.
 RouteTree::RouteTree(const RouteGraph &graph, int source, bool complete)
-    : topo(graph.topo), src(source) {
+    : topo(graph.topo), src(source),
+      searched(complete ? nullptr : graph.impl.get()) {
   const RouteGraph::Impl &g = *graph.impl;
   const size_t n = g.isGpu.size();
   pred.assign(n, Hop{});
@@ -255,9 +270,18 @@ RouteSummary RouteTree::summaryTo(int dst) const {
   r.found = true;
   r.hops = static_cast<int>(hops.size());
   for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+    const int dir = (*it)->dir;
+    if (searched) { // the same figures, from one compact array
+      const RouteGraph::Impl::LinkFigures &l = searched->links[(*it)->link];
+      r.bottleneck = std::min(r.bottleneck, l.effective[dir]);
+      r.rawBottleneck = std::min(r.rawBottleneck, l.raw[dir]);
+      r.latency += l.latency;
+      r.linkTypes |= l.typeBit;
+      continue;
+    }
     const Link &l = topo->link((*it)->link);
-    r.bottleneck = std::min(r.bottleneck, l.effectiveCapacity((*it)->dir));
-    r.rawBottleneck = std::min(r.rawBottleneck, l.capacity((*it)->dir));
+    r.bottleneck = std::min(r.bottleneck, l.effectiveCapacity(dir));
+    r.rawBottleneck = std::min(r.rawBottleneck, l.capacity(dir));
     r.latency += l.latency;
     r.linkTypes |= 1u << static_cast<unsigned>(l.type);
   }

@@ -181,8 +181,11 @@ private:
   void settle(int dst) const;
   const Topology *topo;
   int src;
-  mutable std::vector<Hop>
-      pred; ///< the hop that reaches each device; link -1: none
+  /// The graph searched, for summaries; null for a tree built from a
+  /// Topology (its graph is gone).
+  const RouteGraph::Impl *searched = nullptr;
+  /// The hop that reaches each device; link -1: none.
+  mutable std::vector<Hop> pred;
   mutable std::unique_ptr<Search> search; ///< null once the search is done
 };
 

@@ -423,6 +423,41 @@ TEST(BoundTest, RankOrbitsKeepTheBound) {
   }
 }
 
+// Rails move together (NameSymmetry.h, NameMoves::All): "gpu1", "nic1" and
+// "leaf1" renamed at once. Two boxes of four GPUs, GPU pairs on a PCIe
+// switch with their NICs, one leaf per rail: swapping rails 0 and 1 (or 2
+// and 3) maps the topology onto itself, a swap of one word alone does not,
+// and neither does a swap across PCIe switches. So the ranks fall into two
+// orbits, on the physical and on the realizable graph, and they are sound.
+TEST(BoundTest, RankOrbitsMoveRailsTogether) {
+  auto t = topo::parseTopology(R"(schema: topocc/v1
+node_templates:
+  box:
+    gpus: [ { name: "gpu{g:0-3}" } ]
+    nics: [ { name: "nic{g:0-3}" } ]
+    switches: [ { name: nvs, kind: nvswitch }, { name: "plx{p:0-1}", kind: pcie-switch } ]
+    links:
+      - { from: "gpu{g:0-3}", to: nvs, type: nvlink, bandwidth: 100 GB/s, latency: 1 us }
+      - { from: "gpu{g:0-3}", to: "plx{g/2}", type: pcie, bandwidth: 32 GB/s, latency: 1 us }
+      - { from: "nic{g:0-3}", to: "plx{g/2}", type: pcie, bandwidth: 32 GB/s, latency: 1 us }
+nodes:
+  - { name: "b{b:0-1}", template: box }
+fabric:
+  switches: [ { name: "leaf{l:0-3}", kind: ib-switch } ]
+  links:
+    - { from: "b{b:0-1}/nic{r:0-3}", to: "leaf{r}", type: ib, bandwidth: 25 GB/s, latency: 1 us }
+)",
+                               "rails.yaml");
+  ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+  std::vector<BoundGraph> graphs = boundGraphsOf(*t);
+  ASSERT_EQ(graphs.size(), 2u);
+  for (const BoundGraph &g : graphs) {
+    std::vector<int> rep = expectSoundOrbits(g);
+    // Ranks: b0/gpu0-3, b1/gpu0-3.
+    EXPECT_EQ(rep, (std::vector<int>{0, 0, 2, 2, 0, 0, 2, 2}));
+  }
+}
+
 // A proposal that is not an automorphism is refused: one box's NIC link
 // made slower keeps that box's ranks out of other boxes' orbits, and names
 // that do not tell vertices apart give every rank its own orbit.
