@@ -55,7 +55,8 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
       int u = d == 0 ? l.from : l.to, v = d == 0 ? l.to : l.from;
       arcs.push_back({u, v, static_cast<int>(i), d,
                       1u << static_cast<unsigned>(l.type),
-                      l.effectiveCapacity(d), l.capacity(d)});
+                      l.effectiveCapacity(d), l.capacity(d),
+                      resourceOf(static_cast<int>(i), d)});
     }
   }
   const size_t nd = t.devices().size();
@@ -78,8 +79,12 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
     inIds[inFill[arcs[id].v]++] = static_cast<int>(id);
   }
   outHeads.reserve(outIds.size());
-  for (int id : outIds)
+  for (int id : outIds) {
     outHeads.push_back({arcs[id].v, arcs[id].typeBit});
+    outData.push_back(arcs[id]);
+  }
+  for (int id : inIds)
+    inData.push_back(arcs[id]);
 }
 
 int LinkModel::findInner(const InnerKey &key) const {
@@ -336,16 +341,20 @@ LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
   };
   // The only possible first arc (from src to distance 1) and last arc (into
   // dst from distance h - 1), or -1 when there are several.
-  auto onlyArc = [&](llvm::ArrayRef<int> ids, bool first) {
+  // The arcs are read from the copies in device order (outData, inData):
+  // a sweep over many destinations then reads them one after another.
+  auto onlyArc = [&](int device, bool first) {
+    const std::vector<int> &begin = first ? outBegin : inBegin;
+    const std::vector<Arc> &data = first ? outData : inData;
     int only = -1;
-    for (int id : ids) {
-      const Arc &a = arcs[id];
+    for (int k = begin[device]; k < begin[device + 1]; ++k) {
+      const Arc &a = data[k];
       int end = first ? a.v : a.u;
       if (!allowed(a) || ds[end] != (first ? 1 : h - 1))
         continue;
       if (only >= 0)
         return -1;
-      only = id;
+      only = k;
     }
     return only;
   };
@@ -357,17 +366,20 @@ LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
   // flow so far): the inner flows are kept per InnerKey.
   std::optional<InnerKey> key;
   int firstArc = -1, lastArc = -1;
-  if (h >= 2 && (firstArc = onlyArc(outArcs(src), true)) >= 0 &&
-      (lastArc = onlyArc(inArcs(dst), false)) >= 0) {
-    const Arc &e = arcs[firstArc], &l = arcs[lastArc];
+  int firstAt = -1, lastAt = -1; // their places in outData and inData
+  if (h >= 2 && (firstAt = onlyArc(src, true)) >= 0 &&
+      (lastAt = onlyArc(dst, false)) >= 0) {
+    firstArc = outIds[firstAt];
+    lastArc = inIds[lastAt];
+    const Arc &e = outData[firstAt], &l = inData[lastAt];
     key = InnerKey{e.v, l.u, mask, e.cap, l.cap, e.rawCap, l.rawCap};
     if (int id = findInner(*key); id >= 0) {
       const InnerFlow &in = innerFlows[id];
       f.bandwidth = in.total;
       f.rawBandwidth = in.rawTotal;
       parts.inner = id;
-      parts.firstRes = resourceOf(e.link, e.dir);
-      parts.lastRes = resourceOf(l.link, l.dir);
+      parts.firstRes = e.res;
+      parts.lastRes = l.res;
       parts.resFilled = false;
       return parts;
     }
@@ -380,11 +392,11 @@ LinkModel::FlowParts LinkModel::deviceFlowParts(int src, int dst) const {
     stack.pop_back();
     if (x == src)
       continue;
-    for (int id : inArcs(x)) {
-      const Arc &a = arcs[id];
+    for (int k = inBegin[x]; k < inBegin[x + 1]; ++k) {
+      const Arc &a = inData[k];
       if (!allowed(a) || ds[a.u] < 0 || ds[a.u] + 1 != ds[x])
         continue;
-      dag.push_back(id);
+      dag.push_back(inIds[k]);
       if (local.try_emplace(a.u, static_cast<int>(local.size())).second)
         stack.push_back(a.u);
     }

@@ -109,6 +109,7 @@ private:
     int u, v, link, dir;
     uint32_t typeBit;
     double cap, rawCap; ///< the link's effective and raw capacity this way
+    int res;            ///< resourceOf(link, dir)
   };
   /// Hop distances of a breadth-first search from device `root` over the
   /// arcs of the link types in `mask`; GPUs other than the root are reached
@@ -165,8 +166,10 @@ private:
   /// Arc ids by device, as one array each (a sweep over millions of pairs
   /// reads them in device order): device d's are [begin[d], begin[d + 1]).
   std::vector<int> outBegin, outIds, inBegin, inIds;
-  /// outIds' arcs' heads and type bits, for the breadth-first searches.
+  /// outIds' arcs' heads and type bits, for the breadth-first searches,
+  /// and copies of the arcs of outIds and inIds in their order.
   std::vector<std::pair<int, uint32_t>> outHeads;
+  std::vector<Arc> outData, inData;
   llvm::ArrayRef<int> outArcs(int d) const {
     return llvm::makeArrayRef(outIds).slice(outBegin[d],
                                             outBegin[d + 1] - outBegin[d]);

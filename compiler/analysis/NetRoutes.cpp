@@ -13,9 +13,22 @@ namespace topocc::analysis {
 
 namespace {
 
+/// The links at each device (Topology::linksOf scans every link).
+std::vector<std::vector<int>> linksAt(const topo::Topology &t) {
+  std::vector<std::vector<int>> at(t.devices().size());
+  for (size_t l = 0; l < t.links().size(); ++l) {
+    at[t.link(static_cast<int>(l)).from].push_back(static_cast<int>(l));
+    if (t.link(static_cast<int>(l)).to != t.link(static_cast<int>(l)).from)
+      at[t.link(static_cast<int>(l)).to].push_back(static_cast<int>(l));
+  }
+  return at;
+}
+
 /// Hops from `from` to every device of its node over links that are not
 /// NVLink, without passing through a GPU other than `from` (-1: none).
-std::map<int, int> pciDistances(const topo::Topology &t, int from) {
+std::map<int, int> pciDistances(const topo::Topology &t,
+                                const std::vector<std::vector<int>> &links,
+                                int from) {
   std::map<int, int> dist{{from, 0}};
   std::deque<int> queue{from};
   int node = t.device(from).nodeIndex;
@@ -24,7 +37,7 @@ std::map<int, int> pciDistances(const topo::Topology &t, int from) {
     queue.pop_front();
     if (d != from && t.device(d).kind == topo::DeviceKind::Gpu)
       continue;
-    for (int l : t.linksOf(d)) {
+    for (int l : links[d]) {
       const topo::Link &link = t.link(l);
       if (link.type == topo::LinkType::NvLink)
         continue;
@@ -72,12 +85,13 @@ bool isPow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 NcclNetRoutes::NcclNetRoutes(const topo::Topology &t) {
   perRank.resize(t.numRanks());
+  const std::vector<std::vector<int>> links = linksAt(t);
   // Nearest NICs per GPU, and GPUs nearest to a NIC, once per device.
   std::map<int, int> gpusNearNic;
   for (int r = 0; r < t.numRanks(); ++r) {
     int gpu = t.rankDevice(r);
     RankNets &rn = perRank[r];
-    rn.nets = nearest(t, pciDistances(t, gpu), topo::DeviceKind::Nic);
+    rn.nets = nearest(t, pciDistances(t, links, gpu), topo::DeviceKind::Nic);
     const topo::Device &dev = t.device(gpu);
     if (dev.nodeIndex >= 0) {
       const topo::Node &node = t.nodes()[dev.nodeIndex];
@@ -93,9 +107,9 @@ NcclNetRoutes::NcclNetRoutes(const topo::Topology &t) {
       continue;
     auto it = gpusNearNic.find(rn.nets[0]);
     if (it == gpusNearNic.end()) {
-      size_t n = nearest(t, pciDistances(t, rn.nets[0]),
-                         topo::DeviceKind::Gpu)
-                     .size();
+      size_t n =
+          nearest(t, pciDistances(t, links, rn.nets[0]), topo::DeviceKind::Gpu)
+              .size();
       it = gpusNearNic.emplace(rn.nets[0], std::max<int>(1, n)).first;
     }
     rn.localGpus = it->second;

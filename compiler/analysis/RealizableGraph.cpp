@@ -353,15 +353,26 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
     }
     return info;
   };
-  // Halves seen: a bit per (end resource, inner id + 1).
-  std::vector<std::vector<uint64_t>> headSeen(m.numResources()),
-      tailSeen(m.numResources());
-  auto firstSight = [](std::vector<uint64_t> &bits, int inner) {
-    const size_t bit = static_cast<size_t>(inner + 1);
-    if (bits.size() <= bit / 64)
-      bits.resize(bit / 64 + 1, 0);
-    uint64_t &word = bits[bit / 64];
-    const uint64_t mask = uint64_t(1) << (bit % 64);
+  // Halves seen: per inner id + 1, a bit per end resource (numbered as
+  // first seen). A sweep from one NIC then reads a few hundred inner
+  // parts' bits in the order of its destinations, not a bit set per
+  // destination (most of the sweep's time was those cache misses).
+  std::vector<int> endIndex(m.numResources(), -1);
+  int numEnds = 0;
+  std::vector<std::vector<uint64_t>> headSeen, tailSeen;
+  auto firstSight = [&](std::vector<std::vector<uint64_t>> &seen, int end,
+                        int inner) {
+    int &e = endIndex[end];
+    if (e < 0)
+      e = numEnds++;
+    const size_t row = static_cast<size_t>(inner + 1);
+    if (seen.size() <= row)
+      seen.resize(row + 1);
+    std::vector<uint64_t> &bits = seen[row];
+    if (bits.size() <= static_cast<size_t>(e) / 64)
+      bits.resize(static_cast<size_t>(e) / 64 + 1, 0);
+    uint64_t &word = bits[e / 64];
+    const uint64_t mask = uint64_t(1) << (e % 64);
     if (word & mask)
       return false;
     word |= mask;
@@ -410,9 +421,9 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
             p.routed = true;
             p.first.push_back(f);
             p.last.push_back(l);
-            if (firstSight(headSeen[f], info->id))
+            if (firstSight(headSeen, f, info->id))
               halfList.push_back({f, info->id, true});
-            if (firstSight(tailSeen[l], info->id))
+            if (firstSight(tailSeen, l, info->id))
               halfList.push_back({l, info->id, false});
             if (info->id < 0 &&
                 m.resourceEnds(f).second == m.resourceEnds(l).first &&
@@ -585,13 +596,16 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
   };
   // An end hop joined to an inner part's hops at a device, once per
   // (end hop, interned list, side).
-  std::set<std::array<int, 3>> endJoined;
+  std::unordered_set<uint64_t> endJoined; // res << 32 | list << 1 | side
   auto joinEndToInner = [&](int res, int in, int device, bool intoInner) {
     const auto &byDevice =
         intoInner ? innerAt[in].leaving : innerAt[in].entering;
     auto list = byDevice.find(device);
     if (list == byDevice.end() ||
-        !endJoined.insert({res, list->second, intoInner}).second)
+        !endJoined
+             .insert(static_cast<uint64_t>(res) << 32 |
+                     static_cast<uint64_t>(list->second) << 1 | intoInner)
+             .second)
       return;
     for (int other : lists[list->second])
       intoInner ? joinOnce(res, other) : joinOnce(other, res);
