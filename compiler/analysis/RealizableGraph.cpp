@@ -32,6 +32,19 @@ struct Segment {
   int inner = -1;
 };
 
+/// A segment's hops leaving its first device (`leaving`) or entering its
+/// last one.
+std::vector<int> segmentHops(const Segment &seg, const LinkModel &m,
+                             bool leaving) {
+  std::vector<int> out;
+  for (int res : seg.ends) {
+    auto [from, to] = m.resourceEnds(res);
+    if (leaving ? from == seg.from : to == seg.to)
+      out.push_back(res);
+  }
+  return out;
+}
+
 /// Which resources the routes of every rank pair use, and which of them
 /// follow one another (the routing of the simulator: Simulator.cpp,
 /// Sim::routeFor). A route is a sequence of device-to-device segments
@@ -314,15 +327,6 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
     if (!llvm::is_contained(set, res))
       set.push_back(res);
   };
-  auto hopsOf = [&](const Segment &seg, bool leaving) {
-    std::vector<int> out;
-    for (int res : seg.ends) {
-      auto [a, b] = m.resourceEnds(res);
-      if (leaving ? a == seg.from : b == seg.to)
-        out.push_back(res);
-    }
-    return out;
-  };
 
   // Per LinkModel inner flow: its RouteSet inner id, and the devices its
   // resources touch (a pair whose end is one of them classifies the
@@ -437,8 +441,8 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
               it->second = addSegment(x, y, m.flowOf(std::move(parts)));
             if (it->second >= 0) {
               p.routed = true;
-              p.first = hopsOf(segs[it->second], true);
-              p.last = hopsOf(segs[it->second], false);
+              p.first = segmentHops(segs[it->second], m, true);
+              p.last = segmentHops(segs[it->second], m, false);
               routes.push_back({it->second, -1, -1}); // its own hops
             }
           }
@@ -531,15 +535,6 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
     if (rankArcs.insert(k).second)
       arcKeys.push_back(k);
   };
-  auto hopsAt = [&](const Segment &seg, bool leaving) {
-    std::vector<int> out;
-    for (int res : seg.ends) {
-      auto [from, to] = m.resourceEnds(res);
-      if (leaving ? from == seg.from : to == seg.to)
-        out.push_back(res);
-    }
-    return out;
-  };
 
   // Per segment: done (its hops and joins added), and its hops leaving its
   // first device and entering its last one.
@@ -549,8 +544,8 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
   auto hopsOf = [&](int seg) {
     if (!hopsKnown[seg]) {
       hopsKnown[seg] = 1;
-      firstHops[seg] = hopsAt(routes.segment(seg), true);
-      lastHops[seg] = hopsAt(routes.segment(seg), false);
+      firstHops[seg] = segmentHops(routes.segment(seg), m, true);
+      lastHops[seg] = segmentHops(routes.segment(seg), m, false);
     }
   };
   // Per inner part: its hops and the joins of its consecutive hops, once;
