@@ -275,12 +275,15 @@ void RouteSet::collect() {
   }
   // The pairs routed one by one: an irregular rank with every rank, a
   // regular one with the regular ranks of its node.
-  for (int a : irregular)
+  for (int a : irregular) {
     for (int b = 0; b < n; ++b)
       if (a != b) {
         collectPair(a, b);
-        collectPair(b, a);
+        if (regular[b]) // an irregular b routes its own pairs
+          collectPair(b, a);
       }
+    keepDistinct();
+  }
   for (const auto &[node, ranks] : byNode) {
     for (int a : ranks)
       for (int b : ranks)
