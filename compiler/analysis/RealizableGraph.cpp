@@ -103,8 +103,8 @@ public:
   const std::vector<Route> &all() const { return routes; }
   const std::vector<Stub> &stubs() const { return stubList; }
   const std::vector<Half> &halves() const { return halfList; }
-  /// (first hop, last hop) of keyed NIC pairs whose two ends meet (no
-  /// inner part), distinct.
+  /// (first hop, last hop) of keyed NIC pairs whose two ends meet,
+  /// distinct.
   const std::vector<std::pair<int, int>> &endJoins() const {
     return endJoinList;
   }
@@ -432,6 +432,10 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
               halfList.push_back({f, info->id, true});
             if (firstSight(tailSeen, l, info->id))
               halfList.push_back({l, info->id, false});
+            // The two ends meet: one hop follows the other, as a
+            // segment's ends do. Ends that meet have no inner part
+            // between them (all paths are the two arcs), so only pairs
+            // without one need the look at the links.
             if (info->id < 0 &&
                 m.resourceEnds(f).second == m.resourceEnds(l).first &&
                 endJoined.insert({f, l}).second)
