@@ -78,11 +78,8 @@ LinkModel::LinkModel(const topo::Topology &t) : topo(&t) {
     outIds[outFill[arcs[id].u]++] = static_cast<int>(id);
     inIds[inFill[arcs[id].v]++] = static_cast<int>(id);
   }
-  outHeads.reserve(outIds.size());
-  for (int id : outIds) {
-    outHeads.push_back({arcs[id].v, arcs[id].typeBit});
+  for (int id : outIds)
     outData.push_back(arcs[id]);
-  }
   for (int id : inIds)
     inData.push_back(arcs[id]);
 }
@@ -141,8 +138,8 @@ const std::vector<int> &LinkModel::hopsFrom(int root, uint32_t mask) const {
     if (x != root && gpu[x])
       continue; // GPUs never forward
     for (int k = outBegin[x]; k < outBegin[x + 1]; ++k) {
-      auto [y, typeBit] = outHeads[k];
-      if (!(typeBit & mask))
+      const int y = outData[k].v;
+      if (!(outData[k].typeBit & mask))
         continue;
       if (d.dist[y] < 0) {
         d.dist[y] = d.dist[x] + 1;

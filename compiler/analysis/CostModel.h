@@ -166,18 +166,9 @@ private:
   /// Arc ids by device, as one array each (a sweep over millions of pairs
   /// reads them in device order): device d's are [begin[d], begin[d + 1]).
   std::vector<int> outBegin, outIds, inBegin, inIds;
-  /// outIds' arcs' heads and type bits, for the breadth-first searches,
-  /// and copies of the arcs of outIds and inIds in their order.
-  std::vector<std::pair<int, uint32_t>> outHeads;
+  /// Copies of the arcs of outIds and inIds in their order: the searches
+  /// and the only-arc checks read them one after another.
   std::vector<Arc> outData, inData;
-  llvm::ArrayRef<int> outArcs(int d) const {
-    return llvm::makeArrayRef(outIds).slice(outBegin[d],
-                                            outBegin[d + 1] - outBegin[d]);
-  }
-  llvm::ArrayRef<int> inArcs(int d) const {
-    return llvm::makeArrayRef(inIds).slice(inBegin[d],
-                                           inBegin[d + 1] - inBegin[d]);
-  }
   std::vector<char> gpu;                         ///< by device: a GPU?
   /// Small most-recently-used caches (front: newest).
   mutable std::vector<topo::RouteTree> trees;

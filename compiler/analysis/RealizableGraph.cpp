@@ -149,14 +149,18 @@ private:
     return at->second;
   }
 
-  /// Segment id of device `from` to device `to`, -1 without a route.
-  int segmentId(int from, int to) {
+  /// Segment id of device `from` to device `to`, -1 without a route;
+  /// `flow` gives the pair's flow the first time it is asked for.
+  template <typename FlowFn> int segmentId(int from, int to, FlowFn &&flow) {
     uint64_t key =
         static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to);
     auto [it, fresh] = index.try_emplace(key, -1);
     if (fresh)
-      it->second = addSegment(from, to, m.deviceFlow(from, to));
+      it->second = addSegment(from, to, flow());
     return it->second;
+  }
+  int segmentId(int from, int to) {
+    return segmentId(from, to, [&] { return m.deviceFlow(from, to); });
   }
 
   void collectPair(int a, int b) {
@@ -441,16 +445,13 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
                 endJoined.insert({f, l}).second)
               endJoinList.push_back({f, l});
           } else {
-            uint64_t key =
-                static_cast<uint64_t>(x) << 32 | static_cast<uint32_t>(y);
-            auto [it, fresh] = index.try_emplace(key, -1);
-            if (fresh)
-              it->second = addSegment(x, y, m.flowOf(std::move(parts)));
-            if (it->second >= 0) {
+            const int id =
+                segmentId(x, y, [&] { return m.flowOf(std::move(parts)); });
+            if (id >= 0) {
               p.routed = true;
-              p.first = segmentHops(segs[it->second], m, true);
-              p.last = segmentHops(segs[it->second], m, false);
-              routes.push_back({it->second, -1, -1}); // its own hops
+              p.first = segmentHops(segs[id], m, true);
+              p.last = segmentHops(segs[id], m, false);
+              routes.push_back({id, -1, -1}); // its own hops
             }
           }
           if (!p.routed)
