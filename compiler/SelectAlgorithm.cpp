@@ -5,6 +5,7 @@
 #include "backends/ServedSizes.h"
 #include "compiler/Pipeline.h"
 #include "compiler/analysis/ComputeModel.h"
+#include "compiler/analysis/Simulator.h"
 #include "compiler/lowerings/Lowering.h"
 #include "ir/Verifier.h"
 #include "support/Diagnostics.h"
@@ -107,6 +108,34 @@ std::string whyNot(const CompileRequest &req, const ir::Schedule &s) {
   return why.empty() ? notVerifiable(req, s) : why;
 }
 
+/// Why auto did not compile candidate `c` of algorithm `a`, larger than
+/// its budget, once `bestName` was priced at `bestTime`: its size, and
+/// what the least latency of its chains says about its time.
+std::string notConsideredLarge(const topo::Topology &t,
+                               const CompileRequest &req, Algorithm a,
+                               const lowerings::AutoCandidate &c,
+                               const std::string &bestName, double bestTime) {
+  std::string line = llvm::formatv(
+      "auto: {0} not considered (about {1} ops; auto compiles schedules of up "
+      "to {2} ops when another applies; --algorithm {0} builds it)",
+      algorithmName(a), opsText(c.estimatedOps),
+      opsText(req.autoMaxVariantOps));
+  if (c.chainMessages <= 0)
+    return line;
+  const analysis::SimMode mode =
+      req.autoSimMode.value_or(analysis::SimMode::Runtime);
+  const double floor = analysis::leastChainTime(t, c.chainMessages, mode);
+  const bool cannotWin = !faster(floor, bestTime);
+  return line + llvm::formatv("; its chunks cross {0} messages in turn: at "
+                              "least {1:F3} us in the {2} model, {3} {4}'s "
+                              "{5:F3} us",
+                              c.chainMessages, floor * 1e6,
+                              analysis::simModeName(mode),
+                              cannotWin ? "no faster than" : "against",
+                              bestName, bestTime * 1e6)
+                    .str();
+}
+
 } // namespace
 
 llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
@@ -124,27 +153,22 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   analysis::SimResult bestRun;
   std::string bestFlags; ///< the winning variant's flags, or empty
   ProgressTask progress("auto", loweringAlgorithms().size(), "algorithms");
-  for (Algorithm a : loweringAlgorithms()) {
-    progress.advance();
-    auto candidate = lowerings::autoCandidate(a, ctx);
-    if (!candidate)
-      return candidate.takeError();
-    lines.insert(lines.end(), candidate->lines.begin(), candidate->lines.end());
-    if (!candidate->request)
-      continue;
-    ProgressTask schedules(algorithmName(a), 1 + candidate->variants.size(),
+  // Compiles and prices one candidate and its variants.
+  auto consider = [&](Algorithm a,
+                      lowerings::AutoCandidate &candidate) -> llvm::Error {
+    ProgressTask schedules(algorithmName(a), 1 + candidate.variants.size(),
                            "schedules");
-    CompileRequest sub = *candidate->request;
+    CompileRequest sub = *candidate.request;
     sub.verify = false; // the winner is compiled again, verified
     PassLogger quiet;
     auto result = compile(*t, sub, quiet);
-    if (!result && candidate->fallback && !candidate->mustCompile) {
-      auto line = notApplicable(candidate->fallbackWhat, result.takeError(),
-                                "; " + candidate->fallbackHow);
+    if (!result && candidate.fallback && !candidate.mustCompile) {
+      auto line = notApplicable(candidate.fallbackWhat, result.takeError(),
+                                "; " + candidate.fallbackHow);
       if (!line)
         return line.takeError();
       lines.push_back(std::move(*line));
-      sub = *candidate->fallback;
+      sub = *candidate.fallback;
       sub.verify = false;
       result = compile(*t, sub, quiet);
     }
@@ -152,7 +176,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     // The base schedule's size, to estimate its variants' sizes.
     const int64_t baseOps = result ? opCount(result->schedule) : 0;
     if (!result) {
-      if (candidate->mustCompile)
+      if (candidate.mustCompile)
         return result.takeError();
       auto line = notApplicable(algorithmName(a), result.takeError());
       if (!line)
@@ -181,7 +205,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     }
     schedules.advance();
     const int64_t baseWidth = int64_t(sub.chunks) * sub.channels;
-    for (auto &[flags, variant, estimate] : candidate->variants) {
+    for (auto &[flags, variant, estimate] : candidate.variants) {
       if (estimate == 0 && baseOps > 0 && baseWidth > 0 && variant.channels > 0)
         estimate = baseOps * variant.chunks * variant.channels / baseWidth;
       if (estimate > req.autoMaxVariantOps) {
@@ -227,6 +251,38 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     }
     if (algoBest < std::numeric_limits<double>::infinity())
       ctx.priced[a] = algoBest;
+    return llvm::Error::success();
+  };
+  // Candidates larger than the budget (AutoCandidate::estimatedOps) wait
+  // until the others are priced and are compiled only when none applies.
+  std::vector<std::pair<Algorithm, lowerings::AutoCandidate>> large;
+  for (Algorithm a : loweringAlgorithms()) {
+    progress.advance();
+    auto candidate = lowerings::autoCandidate(a, ctx);
+    if (!candidate)
+      return candidate.takeError();
+    lines.insert(lines.end(), candidate->lines.begin(), candidate->lines.end());
+    if (!candidate->request)
+      continue;
+    if (candidate->estimatedOps > req.autoMaxVariantOps) {
+      large.emplace_back(a, std::move(*candidate));
+      continue;
+    }
+    if (llvm::Error err = consider(a, *candidate))
+      return err;
+  }
+  for (auto &[a, candidate] : large) {
+    if (best) {
+      lines.push_back(
+          notConsideredLarge(*t, req, a, candidate,
+                             (algorithmName(best->algorithm) +
+                              (bestFlags.empty() ? "" : " " + bestFlags))
+                                 .str(),
+                             bestTime));
+      continue;
+    }
+    if (llvm::Error err = consider(a, candidate))
+      return err;
   }
   if (!best)
     return makeUserError("--algorithm auto: no algorithm applies:\n" +

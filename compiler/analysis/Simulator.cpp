@@ -29,6 +29,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -38,6 +39,27 @@ namespace topocc::analysis {
 
 double defaultReduceBandwidth(llvm::StringRef model) {
   return memoryBandwidth(model) / 3;
+}
+
+double leastMessageLatency(const topo::Topology &t) {
+  double direct = std::numeric_limits<double>::infinity();
+  double atRank = direct;
+  for (const topo::Link &l : t.links()) {
+    const bool from = t.device(l.from).rank >= 0;
+    const bool to = t.device(l.to).rank >= 0;
+    if (from && to)
+      direct = std::min(direct, l.latency);
+    if (from || to)
+      atRank = std::min(atRank, l.latency);
+  }
+  const double least = std::min(direct, 2 * atRank);
+  return std::isfinite(least) ? least : 0;
+}
+
+double leastChainTime(const topo::Topology &t, int64_t messages, SimMode mode,
+                      const RuntimeParams &params) {
+  return (mode == SimMode::Runtime ? params.kernelLatency : 0) +
+         double(std::max<int64_t>(0, messages)) * leastMessageLatency(t);
 }
 
 llvm::StringRef simModeName(SimMode m) {

@@ -181,6 +181,20 @@ llvm::Expected<SimResult> simulate(const ir::Schedule &s, LinkModel &m,
 int runtimeIterations(const ir::Schedule &s, double bytes,
                       const RuntimeParams &params);
 
+/// Seconds every message between two ranks of `t` takes at least in the
+/// simulator, whatever its size: each hop of a route adds its link's
+/// latency, and a route between two ranks is one link joining them or
+/// leaves one rank and enters the other over two links (GPUs do not
+/// forward). 0 when some link has no latency.
+double leastMessageLatency(const topo::Topology &t);
+
+/// A lower bound on the simulated time of any schedule on `t` in which
+/// `messages` messages depend on one another in turn (a ring all-reduce's
+/// chunk crosses 2(n - 1)): their least latencies, plus the runtime
+/// model's kernel latency in SimMode::Runtime.
+double leastChainTime(const topo::Topology &t, int64_t messages, SimMode mode,
+                      const RuntimeParams &params = {});
+
 /// The NIC hops the ring search chose for `rings`, as route hints: hop i of
 /// a ring from order[i] to order[i + 1] (cyclically) where its NICs are set.
 std::vector<SimRouteHint> ringRouteHints(llvm::ArrayRef<RingChannel> rings);

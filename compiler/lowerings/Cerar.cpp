@@ -346,10 +346,14 @@ llvm::Expected<AutoCandidate> CerarLoweringCandidate(const AutoContext &ctx) {
   const CompileRequest &req = ctx.request;
   AutoCandidate c;
   auto ring = ctx.priced.find(Algorithm::Ring);
-  if (!(req.tolerance > 0) || req.collective != ir::Collective::AllReduce ||
-      ring == ctx.priced.end() || ring->second <= 0) {
+  if (!(req.tolerance > 0) || req.collective != ir::Collective::AllReduce) {
     c.lines.push_back("auto: cerar not considered (it needs --tolerance and "
                       "an all-reduce)");
+    return c;
+  }
+  if (ring == ctx.priced.end() || ring->second <= 0) {
+    c.lines.push_back("auto: cerar not considered (its policy compares it "
+                      "with the ring, which was not priced)");
     return c;
   }
   if (!req.target.codedOps) {

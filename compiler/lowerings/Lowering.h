@@ -120,6 +120,17 @@ struct AutoCandidate {
     int64_t estimatedOps = 0;
   };
   std::vector<Variant> variants;
+  /// About how many ops `request`'s schedule has at least; 0 when not
+  /// known. Over autoMaxVariantOps the candidate is compiled only when no
+  /// other one applies (a flat ring of 4096 ranks is 33.5 million ops per
+  /// channel).
+  int64_t estimatedOps = 0;
+  /// The messages one chunk crosses one after another in every schedule
+  /// of this candidate and its variants (a ring all-reduce: 2(n - 1)); 0
+  /// when not known. auto bounds the candidate's time from below by their
+  /// least latencies (analysis::leastChainTime) to say why a candidate it
+  /// does not compile cannot win.
+  int64_t chainMessages = 0;
 };
 
 /// `autoRequest` for algorithm `a`: the options of other algorithms reset

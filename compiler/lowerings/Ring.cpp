@@ -237,10 +237,17 @@ constexpr int kAutoGridRingMaxRanks = 256;
 
 llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   AutoCandidate c;
+  const topo::Topology &t = ctx.topology;
+  // Every ring schedule has about ranks x channels x ring steps x chunks
+  // ops (selectAlgorithm skips those over its budget), and a chunk's
+  // chain crosses every ring step.
+  c.chainMessages = analysis::ringSteps(ctx.request.collective, t.numRanks());
+  const int64_t opsPerChannel = int64_t(t.numRanks()) * c.chainMessages *
+                                std::max<int32_t>(1, ctx.request.chunks);
+  c.estimatedOps = opsPerChannel * std::max<int32_t>(1, ctx.request.channels);
   // A large generated grid: one ring uses two links of each chip and every
   // variant is a search and a compile over thousands of ranks. Where dims
   // applies it is not tried; elsewhere one channel (the grid's snake cycle).
-  const topo::Topology &t = ctx.topology;
   if (!t.grid().empty() && t.numRanks() > kAutoGridRingMaxRanks) {
     const bool dims = ctx.request.collective == ir::Collective::AllReduce &&
                       whyNoDimsGrid(t).empty();
@@ -260,13 +267,7 @@ llvm::Expected<AutoCandidate> RingLoweringCandidate(const AutoContext &ctx) {
   c.request = candidateRequest(ctx.request, Algorithm::Ring);
   // --channels auto: the search's own count, and fixed counts beside it
   // (the runtime model prices what the search's fluid model cannot: the
-  // threadblocks each channel adds, the pipelining of its loop). Each has
-  // about ranks x channels x ring steps x chunks ops (selectAlgorithm skips
-  // those over its budget).
-  const int64_t opsPerChannel =
-      int64_t(ctx.topology.numRanks()) *
-      analysis::ringSteps(ctx.request.collective, ctx.topology.numRanks()) *
-      std::max<int32_t>(1, c.request->chunks);
+  // threadblocks each channel adds, the pipelining of its loop).
   if (ctx.request.channels == 0 && ctx.request.ringOrder.empty() &&
       !ctx.request.rankOrder)
     for (int32_t n : {2, 4, 8, 16, 32}) {

@@ -129,6 +129,38 @@ TEST(RuntimeModelTest, LoopIterationsFollowEachOtherInTheThreadblock) {
       << r3.time;
 }
 
+// leastChainTime: h messages in turn each pay at least the least latency
+// of a route between ranks (here the 2 us direct links; two hub links are
+// 100 us), plus the launch in the runtime model. A tiny chunk's relay chain
+// takes about that and never less.
+TEST(RuntimeModelTest, LeastChainTimeBoundsARelayChain) {
+  RuntimeParams p;
+  for (int h : {1, 3, 6}) {
+    topo::Topology t = parseOk(chainTopo(h + 1));
+    EXPECT_DOUBLE_EQ(leastMessageLatency(t), 2e-6);
+    ir::Schedule s = irOk(chainIr(h));
+    for (SimMode mode :
+         {SimMode::Runtime, SimMode::CutThrough, SimMode::StoreAndForward}) {
+      const double floor = leastChainTime(t, h, mode, p);
+      EXPECT_DOUBLE_EQ(
+          floor, h * 2e-6 + (mode == SimMode::Runtime ? p.kernelLatency : 0.0));
+      SimResult r = runOk(s, t, 8, mode);
+      EXPECT_GE(r.time, floor) << h << " " << simModeName(mode).str();
+      EXPECT_LT(rel(r.time, floor), 1e-3) << h << " " << r.time;
+    }
+  }
+  // Without a direct link a route leaves one GPU and enters the other: two
+  // links of 50 us at least.
+  topo::Topology hub = parseOk(
+      "schema: topocc/v1\nnodes:\n  - name: a\n    gpus: [g0, g1]\n"
+      "    switches: [ { name: hub, kind: pcie-switch } ]\n    links:\n"
+      "      - { from: g0, to: hub, type: pcie, bandwidth: 1 GB/s, latency: "
+      "50 us }\n"
+      "      - { from: g1, to: hub, type: pcie, bandwidth: 1 GB/s, latency: "
+      "60 us }\n");
+  EXPECT_DOUBLE_EQ(leastMessageLatency(hub), 100e-6);
+}
+
 TEST(RuntimeModelTest, IterationsAreCapped) {
   ir::Schedule s = irOk(chainIr(1));
   RuntimeParams p;

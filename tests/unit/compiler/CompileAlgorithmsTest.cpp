@@ -374,3 +374,73 @@ TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
     EXPECT_EQ(l.find("auto: hier-ring --chunks 8 predicted"),
               std::string::npos);
 }
+
+// auto's budget for whole candidates (AutoCandidate::estimatedOps): a ring
+// over it waits until the others are priced and is not compiled when one
+// applies; the explain line gives its size and its chains' least time
+// (analysis::leastChainTime), which the compiled ring does not beat. Where
+// nothing else applies it is compiled all the same.
+TEST(CompileAuto, LargeCandidatesWaitForTheOthers) {
+  topo::Topology t = topocc::testing::libraryTopology("dgx-a100x4.yaml");
+  CompileRequest req;
+  req.algorithm = Algorithm::Auto;
+  req.collective = ir::Collective::AllReduce;
+  req.channels = 0;
+  // 32 ranks x 2 x 31 ring steps: 1984 ops on one channel at least.
+  req.autoMaxVariantOps = 1983;
+  PassLogger quiet;
+  auto r = compile(t, req, quiet);
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_NE(r->algorithm, Algorithm::Ring);
+  std::string explain;
+  for (const std::string &l : r->explain)
+    explain += l + "\n";
+  // NVLink to the NVSwitch and on: 2 x 0.7 us per message, 62 messages,
+  // 8.4 us of launch.
+  const double floor =
+      analysis::leastChainTime(t, 62, analysis::SimMode::Runtime);
+  EXPECT_NEAR(floor, 8.4e-6 + 62 * 1.4e-6, 1e-12);
+  EXPECT_NE(explain.find("auto: ring not considered (about 1984 ops; auto "
+                         "compiles schedules of up to 1983 ops when another "
+                         "applies; --algorithm ring builds it); its chunks "
+                         "cross 62 messages in turn: at least 95.200 us in "
+                         "the runtime model, against "),
+            std::string::npos)
+      << explain;
+  EXPECT_EQ(explain.find("auto: ring predicted"), std::string::npos);
+  EXPECT_EQ(explain.find("auto: ring --channels"), std::string::npos);
+
+  // The ring itself takes longer than the bound on its chains.
+  CompileRequest ring = req;
+  ring.algorithm = Algorithm::Ring;
+  auto ringResult = compile(t, ring, quiet);
+  ASSERT_TRUE(static_cast<bool>(ringResult));
+  auto sim = analysis::simulateRun(t, ringResult->schedule, req.bytes,
+                                   analysis::SimMode::Runtime, std::nullopt);
+  ASSERT_TRUE(static_cast<bool>(sim)) << llvm::toString(sim.takeError());
+  EXPECT_GT(sim->time, floor);
+
+  // 72 GPUs on one NVSwitch, all-gather: trees are not built above 64
+  // ranks and nothing else but the ring applies, so the ring over the
+  // budget is compiled.
+  std::string y = "schema: topocc/v1\n"
+                  "nodes:\n"
+                  "  - name: rack\n"
+                  "    gpus: [ { name: \"g{i:0-71}\" } ]\n"
+                  "    switches: [ { name: nvs, kind: nvswitch } ]\n"
+                  "    links:\n"
+                  "      - { from: \"g{i:0-71}\", to: nvs, type: nvlink, "
+                  "bandwidth: 450 GB/s, latency: 1 us }\n";
+  auto rack = topo::parseTopology(y, "rack.yaml");
+  ASSERT_TRUE(static_cast<bool>(rack)) << llvm::toString(rack.takeError());
+  CompileRequest gather = req;
+  gather.collective = ir::Collective::AllGather;
+  gather.autoMaxVariantOps = 1;
+  auto only = compile(*rack, gather, quiet);
+  ASSERT_TRUE(static_cast<bool>(only)) << llvm::toString(only.takeError());
+  EXPECT_EQ(only->algorithm, Algorithm::Ring);
+  explain.clear();
+  for (const std::string &l : only->explain)
+    explain += l + "\n";
+  EXPECT_NE(explain.find("auto: ring predicted"), std::string::npos) << explain;
+}
