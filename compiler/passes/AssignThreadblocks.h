@@ -26,6 +26,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace topocc::passes {
 
@@ -66,6 +67,18 @@ struct ThreadblockInfo {
 llvm::Error assignThreadblocks(ir::Schedule &s,
                                const ThreadblockLimits &limits = {},
                                ThreadblockInfo *info = nullptr);
+
+/// The threadblock of every op and the stage of a schedule, to undo an
+/// assignment tried in place (assignThreadblocks sets nothing else).
+class ThreadblockUndo {
+public:
+  explicit ThreadblockUndo(const ir::Schedule &s);
+  void restore(ir::Schedule &s) const;
+
+private:
+  std::vector<std::vector<ir::TbId>> threadblocks;
+  ir::Stage stage;
+};
 
 } // namespace topocc::passes
 

@@ -28,7 +28,8 @@ void joinInto(Clock &into, const Clock &from) {
     into[i] = std::max(into[i], from[i]);
 }
 
-/// Legalizes the deps of one rank.
+} // namespace
+
 void legalizeRank(RankProgram &rp) {
   TbId numTbs = 0;
   for (const Op &op : rp.ops)
@@ -99,8 +100,6 @@ void legalizeRank(RankProgram &rp) {
   }
   rp.ops = std::move(out);
 }
-
-} // namespace
 
 void legalizeDependencies(Schedule &s) {
   assert(s.stage == Stage::ThreadblocksAssigned &&

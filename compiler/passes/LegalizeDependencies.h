@@ -20,6 +20,10 @@ namespace topocc::passes {
 /// first stays on the op.
 void legalizeDependencies(ir::Schedule &s);
 
+/// legalizeDependencies of one rank, whose threadblocks are assigned
+/// (checks of the legal form copy one rank at a time).
+void legalizeRank(ir::RankProgram &rp);
+
 } // namespace topocc::passes
 
 #endif // TOPOCC_COMPILER_PASSES_LEGALIZEDEPENDENCIES_H

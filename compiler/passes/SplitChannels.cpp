@@ -46,11 +46,16 @@ namespace {
 std::vector<std::vector<int32_t>> chainPositions(const Schedule &s,
                                                  int32_t &longest) {
   std::vector<std::vector<int32_t>> pos(s.ranks.size());
+  std::vector<int32_t> next; // by channel + 1 (kNone first)
   longest = 0;
   for (size_t r = 0; r < s.ranks.size(); ++r) {
-    std::map<ChannelId, int32_t> next;
+    next.assign(next.size(), 0);
+    pos[r].reserve(s.ranks[r].ops.size());
     for (const Op &op : s.ranks[r].ops) {
-      int32_t p = next[op.channel]++;
+      const size_t c = static_cast<size_t>(op.channel + 1);
+      if (c >= next.size())
+        next.resize(c + 1, 0);
+      const int32_t p = next[c]++;
       pos[r].push_back(p);
       longest = std::max(longest, p + 1);
     }
@@ -102,13 +107,15 @@ int32_t longestGroup(const Schedule &s) {
 }
 
 /// Whether assign-threadblocks places `s` as it is within `maxSteps` per
-/// threadblock (nops included), tried on a copy.
-bool assignsWithin(const Schedule &s, int32_t maxSteps) {
-  Schedule trial = s;
+/// threadblock (nops included), tried in place and undone.
+bool assignsWithin(Schedule &s, int32_t maxSteps) {
+  const ThreadblockUndo undo(s);
   ThreadblockLimits limits;
   limits.maxSteps = maxSteps;
   limits.maxThreadblocks = std::numeric_limits<int32_t>::max();
-  if (llvm::Error err = assignThreadblocks(trial, limits)) {
+  llvm::Error err = assignThreadblocks(s, limits);
+  undo.restore(s);
+  if (err) {
     llvm::consumeError(std::move(err));
     return false;
   }
@@ -116,7 +123,7 @@ bool assignsWithin(const Schedule &s, int32_t maxSteps) {
 }
 
 /// Whether `s` fits unsplit (see the file comment).
-bool fitsUnsplit(const Schedule &s, int32_t maxSteps) {
+bool fitsUnsplit(Schedule &s, int32_t maxSteps) {
   return longestGroup(s) <= maxSteps && assignsWithin(s, maxSteps);
 }
 
@@ -149,10 +156,10 @@ struct Chains {
   int32_t longest = 0;
 };
 
-Chains gatherChains(const Schedule &s) {
+Chains gatherChains(const Schedule &s,
+                    const std::vector<std::vector<int32_t>> &pos,
+                    int32_t longest) {
   Chains ch;
-  int32_t longest = 0;
-  std::vector<std::vector<int32_t>> pos = chainPositions(s, longest);
   ch.longest = longest;
   std::vector<MsgEnds> ends = indexMessages(s);
   auto senderPos = [&](MsgId m) {
@@ -255,15 +262,21 @@ SplitCost measureSplit(const Chains &ch, int32_t base, int32_t len,
 
 /// `s` split as `where` places its ops (measureSplit), on `channels`
 /// channels.
-Schedule buildSplit(const Schedule &s,
+Schedule buildSplit(Schedule &s,
                     const std::vector<std::vector<Placement>> &where,
                     int32_t channels) {
+  // Everything of `s` but its ops, which are rebuilt.
+  std::vector<std::vector<Op>> ops(s.ranks.size());
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    ops[r] = std::move(s.ranks[r].ops);
   Schedule out = s;
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    s.ranks[r].ops = std::move(ops[r]);
   out.numChannels = channels;
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     const RankProgram &in = s.ranks[r];
     RankProgram &rp = out.ranks[r];
-    rp.ops.clear();
+    rp.ops.reserve(in.ops.size());
     std::vector<OpId> newId(in.ops.size(), kNone);
     for (size_t i = 0; i < in.ops.size(); ++i) {
       Op op = in.ops[i];
@@ -320,10 +333,11 @@ Schedule buildSplit(const Schedule &s,
 llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
   assert(s.stage == Stage::ChannelsAssigned && "runs after assignChannels");
   int32_t longest = 0;
-  chainPositions(s, longest);
+  std::vector<std::vector<int32_t>> pos = chainPositions(s, longest);
   if (longest <= maxSteps || maxSteps < 2)
     return llvm::Error::success();
-  const Chains chains = gatherChains(s);
+  const Chains chains = gatherChains(s, pos, longest);
+  pos = {};
   // Each boundary adds at most a split half per segment; shrink until the
   // fullest segment fits.
   for (int32_t len = maxSteps - 1; len >= 1; len -= std::max(1, len / 16)) {
