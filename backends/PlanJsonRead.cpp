@@ -32,9 +32,9 @@ namespace topocc::backends {
 //===-- hashes ------------------------------------------------------------===//
 
 uint64_t planContentHash(const ir::Schedule &s) {
-  Fnv1a h;
-  h.bytes(ir::scheduleToString(s));
-  return h.value();
+  Fnv1aStream os;
+  ir::printSchedule(s, os);
+  return os.value();
 }
 
 std::string formatHash(uint64_t v) {

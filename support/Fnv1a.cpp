@@ -26,4 +26,9 @@ void Fnv1a::num(int64_t v) { bytes(llvm::formatv("{0};", v).str()); }
 
 void Fnv1a::real(double v) { bytes(llvm::formatv("{0:e16};", v).str()); }
 
+void Fnv1aStream::write_impl(const char *ptr, size_t size) {
+  hash.bytes(llvm::StringRef(ptr, size));
+  written += size;
+}
+
 } // namespace topocc

@@ -11,6 +11,7 @@
 #define TOPOCC_SUPPORT_FNV1A_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 
@@ -28,6 +29,27 @@ public:
 
 private:
   uint64_t h = 0xcbf29ce484222325ULL;
+};
+
+/// A stream that hashes what is written to it (Fnv1a::bytes of the whole
+/// text), so a large text is hashed without being held: printing a 9
+/// million-step schedule to a string for its content hash took gigabytes.
+class Fnv1aStream : public llvm::raw_ostream {
+public:
+  Fnv1aStream() = default;
+  ~Fnv1aStream() override { flush(); }
+  /// The hash of everything written so far.
+  uint64_t value() {
+    flush();
+    return hash.value();
+  }
+
+private:
+  void write_impl(const char *ptr, size_t size) override;
+  uint64_t current_pos() const override { return written; }
+
+  Fnv1a hash;
+  uint64_t written = 0;
 };
 
 } // namespace topocc
