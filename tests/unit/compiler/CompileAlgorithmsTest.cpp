@@ -315,16 +315,34 @@ TEST(CompileAuto, CandidatesAtClusterScale) {
   EXPECT_FALSE(trees2->request.has_value()); // 128 ranks: above 64 too
 }
 
+namespace {
+
+/// An all-reduce request for --algorithm auto with --channels auto.
+CompileRequest autoAllReduce() {
+  CompileRequest req;
+  req.algorithm = Algorithm::Auto;
+  req.collective = ir::Collective::AllReduce;
+  req.channels = 0;
+  return req;
+}
+
+/// The --explain lines of `r`, one per line.
+std::string explainText(const CompileResult &r) {
+  std::string out;
+  for (const std::string &l : r.explain)
+    out += l + "\n";
+  return out;
+}
+
+} // namespace
+
 // auto's one budget for variants (CompileRequest::autoMaxVariantOps): a
 // variant whose estimated size exceeds it is not compiled and the explain
 // says so with its flags; ring variants carry their own estimate, the
 // hier-ring's are its base schedule's size times chunks x channels.
 TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
   topo::Topology t = topocc::testing::libraryTopology("dgx-a100x4.yaml");
-  CompileRequest req;
-  req.algorithm = Algorithm::Auto;
-  req.collective = ir::Collective::AllReduce;
-  req.channels = 0;
+  CompileRequest req = autoAllReduce();
   PassLogger quiet;
   auto all = compile(t, req, quiet);
   ASSERT_TRUE(static_cast<bool>(all)) << llvm::toString(all.takeError());
@@ -356,9 +374,7 @@ TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
   for (const std::string &l : lines)
     if (l.rfind("auto: hier-ring ", 0) == 0)
       hier.push_back(l.substr(0, l.find(" not considered")));
-  std::string all2;
-  for (const std::string &l : small->explain)
-    all2 += l + "\n";
+  const std::string all2 = explainText(*small);
   EXPECT_EQ(hier,
             (std::vector<std::string>{
                 "auto: hier-ring --chunks 4", "auto: hier-ring --chunks 8",
@@ -382,19 +398,14 @@ TEST(CompileAuto, VariantsOverTheBudgetAreNotCompiled) {
 // nothing else applies it is compiled all the same.
 TEST(CompileAuto, LargeCandidatesWaitForTheOthers) {
   topo::Topology t = topocc::testing::libraryTopology("dgx-a100x4.yaml");
-  CompileRequest req;
-  req.algorithm = Algorithm::Auto;
-  req.collective = ir::Collective::AllReduce;
-  req.channels = 0;
+  CompileRequest req = autoAllReduce();
   // 32 ranks x 2 x 31 ring steps: 1984 ops on one channel at least.
   req.autoMaxVariantOps = 1983;
   PassLogger quiet;
   auto r = compile(t, req, quiet);
   ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
   EXPECT_NE(r->algorithm, Algorithm::Ring);
-  std::string explain;
-  for (const std::string &l : r->explain)
-    explain += l + "\n";
+  std::string explain = explainText(*r);
   // NVLink to the NVSwitch and on: 2 x 0.7 us per message, 62 messages,
   // 8.4 us of launch.
   const double floor =
@@ -409,6 +420,19 @@ TEST(CompileAuto, LargeCandidatesWaitForTheOthers) {
       << explain;
   EXPECT_EQ(explain.find("auto: ring predicted"), std::string::npos);
   EXPECT_EQ(explain.find("auto: ring --channels"), std::string::npos);
+
+  // CERAR's policy compares it with the ring: without the ring's price it
+  // is not considered, and says so.
+  CompileRequest coded = req;
+  coded.tolerance = 1e-2;
+  auto withTolerance = compile(t, coded, quiet);
+  ASSERT_TRUE(static_cast<bool>(withTolerance))
+      << llvm::toString(withTolerance.takeError());
+  EXPECT_NE(explainText(*withTolerance)
+                .find("auto: cerar not considered (its policy compares it "
+                      "with the ring, which was not priced)"),
+            std::string::npos)
+      << explainText(*withTolerance);
 
   // The ring itself takes longer than the bound on its chains.
   CompileRequest ring = req;
@@ -439,8 +463,6 @@ TEST(CompileAuto, LargeCandidatesWaitForTheOthers) {
   auto only = compile(*rack, gather, quiet);
   ASSERT_TRUE(static_cast<bool>(only)) << llvm::toString(only.takeError());
   EXPECT_EQ(only->algorithm, Algorithm::Ring);
-  explain.clear();
-  for (const std::string &l : only->explain)
-    explain += l + "\n";
+  explain = explainText(*only);
   EXPECT_NE(explain.find("auto: ring predicted"), std::string::npos) << explain;
 }
