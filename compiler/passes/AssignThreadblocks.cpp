@@ -196,6 +196,9 @@ llvm::Error checkLimits(const Schedule &s, const ThreadblockLimits &limits) {
     steps.clear();
     channel.clear();
     for (const Op &op : ops) {
+      if (op.threadblock < 0)
+        return makeInternalError(llvm::formatv(
+            "rank {0}: an op has no threadblock after assignment", r));
       if (static_cast<size_t>(op.threadblock) >= steps.size()) {
         steps.resize(op.threadblock + 1, 0);
         channel.resize(op.threadblock + 1, kNone);
