@@ -271,14 +271,16 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
     if (llvm::Error err = consider(a, *candidate))
       return err;
   }
+  // "dbtree" or "ring --channels 8": the best so far and its flags.
+  auto bestLabel = [&] {
+    return (algorithmName(best->algorithm) +
+            (bestFlags.empty() ? "" : " " + bestFlags))
+        .str();
+  };
   for (auto &[a, candidate] : large) {
     if (best) {
       lines.push_back(
-          notConsideredLarge(*t, req, a, candidate,
-                             (algorithmName(best->algorithm) +
-                              (bestFlags.empty() ? "" : " " + bestFlags))
-                                 .str(),
-                             bestTime));
+          notConsideredLarge(*t, req, a, candidate, bestLabel(), bestTime));
       continue;
     }
     if (llvm::Error err = consider(a, candidate))
@@ -287,8 +289,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   if (!best)
     return makeUserError("--algorithm auto: no algorithm applies:\n" +
                          llvm::join(lines, "\n"));
-  lines.push_back("auto: chose " + algorithmName(best->algorithm).str() +
-                  (bestFlags.empty() ? "" : " " + bestFlags));
+  lines.push_back("auto: chose " + bestLabel());
   // The candidates were compiled quietly and unverified (verifying every
   // one was most of auto's time and memory at scale). An exact winner is
   // verified as it is, as compile() verifies its product; a coded one (its
@@ -297,10 +298,7 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   // compiled again, verified and logged. The same request gives the same
   // schedule.
   bestRequest->verify = true;
-  ProgressTask winner(
-      ("the winner, verified: " + algorithmName(best->algorithm) +
-       (bestFlags.empty() ? "" : " " + bestFlags))
-          .str());
+  ProgressTask winner("the winner, verified: " + bestLabel());
   const bool verifiedAsIs =
       log.isQuiet() && !best->coded &&
       ir::verifiedSlots(best->schedule) <= ir::kMaxVerifiedSlots &&
