@@ -125,7 +125,7 @@ private:
   /// [coeff '*'] bufref.
   llvm::Error parseOperand(LinTerm &t, bool &hasCoeff);
   llvm::Error parsePeerMsg(RankId &peer, MsgId &msg);
-  llvm::Error parseOpIdList(std::vector<OpId> &ids);
+  llvm::Error parseOpIdList(OpDeps &ids);
   llvm::Error parseTermList(std::vector<LinTerm> &terms);
 };
 
@@ -424,7 +424,7 @@ llvm::Error Parser::parsePeerMsg(RankId &peer, MsgId &msg) {
   return parseInt(msg, "a message id");
 }
 
-llvm::Error Parser::parseOpIdList(std::vector<OpId> &ids) {
+llvm::Error Parser::parseOpIdList(OpDeps &ids) {
   if (auto err = expectChar('('))
     return err;
   if (tryChar(')'))

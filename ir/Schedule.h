@@ -11,6 +11,7 @@
 
 #include "ir/Ids.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
@@ -99,6 +100,13 @@ enum class Stage : uint8_t {
 llvm::StringRef stageName(Stage s); // "lowered", "fused", "channels", ...
 std::optional<Stage> stageFromName(llvm::StringRef s);
 
+/// An op's same-rank dependencies. Most ops have one or two (a legalized
+/// op at most one), which live inside the op: the list is the size of a
+/// std::vector (24 bytes) and needs no heap block of its own until it
+/// grows past two.
+using OpDeps = llvm::SmallVector<OpId, 2>;
+static_assert(sizeof(OpDeps) == sizeof(std::vector<OpId>));
+
 struct Op {
   OpKind kind = OpKind::Nop;
   /// Read operand (OF_RS). For rrs/rrc/rrcs this is the LOCAL operand that the
@@ -122,7 +130,7 @@ struct Op {
   double msgCoeff = 1.0;
 
   /// Same-rank happens-before edges: this op starts after each listed op.
-  std::vector<OpId> deps;
+  OpDeps deps;
 
   ChannelId channel = kNone;
   TbId threadblock = kNone;

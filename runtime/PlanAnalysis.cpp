@@ -31,7 +31,7 @@ void forEachProgramOrderPreds(
   for (size_t i = 0; i < rp.ops.size(); ++i) {
     const ir::Op &op = rp.ops[i];
     auto id = static_cast<ir::OpId>(i);
-    preds = op.deps;
+    preds.assign(op.deps.begin(), op.deps.end());
     if (op.threadblock != ir::kNone) {
       auto it = lastOfTb.find(op.threadblock);
       if (it != lastOfTb.end())
@@ -130,7 +130,7 @@ void Plan::buildDataflow() {
     ir::OpId id = g.opOf(node);
     const ir::Op &op = s.ranks[r].ops[size_t(id)];
     std::vector<ir::OpId> &mine = (*preds)[size_t(r)][size_t(id)];
-    mine = op.deps;
+    mine.assign(op.deps.begin(), op.deps.end());
     auto forSlots = [&](const ir::BufferRef &ref, auto &&fn) {
       for (int64_t c = ref.chunk; c < int64_t(ref.chunk) + ref.count; ++c)
         fn(slots[size_t(r)][ir::slotKey(r, ir::canonicalSlot(s, r, ref.buffer,

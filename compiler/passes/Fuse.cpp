@@ -254,7 +254,7 @@ private:
       if (removed[i])
         continue;
       Op op = std::move(ops[i]);
-      std::vector<OpId> deps;
+      OpDeps deps;
       for (OpId d : op.deps) {
         while (removed[d])
           d = redirect[d];

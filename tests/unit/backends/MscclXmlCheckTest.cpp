@@ -574,9 +574,9 @@ TEST(MscclXmlImportTest, NopsAndDependencies) {
   const ir::RankProgram &rp = imp->schedule.ranks[0];
   ASSERT_EQ(rp.ops.size(), 9u);
   EXPECT_EQ(rp.ops[7].kind, ir::OpKind::Nop);
-  EXPECT_EQ(rp.ops[7].deps, std::vector<ir::OpId>{6});
+  EXPECT_EQ(rp.ops[7].deps, (ir::OpDeps{6}));
   EXPECT_EQ(rp.ops[8].kind, ir::OpKind::Copy);
-  EXPECT_EQ(rp.ops[8].deps, std::vector<ir::OpId>{6});
+  EXPECT_EQ(rp.ops[8].deps, (ir::OpDeps{6}));
   EXPECT_EQ(rp.ops[8].threadblock, 1);
   EXPECT_EQ(imp->opLocs[0][8].line, 14u);
   EXPECT_EQ(imp->opLocs[0][8].file, "n.xml");

@@ -147,7 +147,7 @@ Schedule crossThreadblockSchedule() {
     op.dst = {BufferKind::Output, c, 1};
     op.channel = 0;
     op.threadblock = tb;
-    op.deps = std::move(deps);
+    op.deps.assign(deps.begin(), deps.end());
     return op;
   };
   Op nop;

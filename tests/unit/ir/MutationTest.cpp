@@ -41,8 +41,8 @@ TEST(Mutation, HelpersRenumberDeps) {
   Schedule s = ringAllReduce(3, Stage::Lowered);
   removeOp(s, 0, 2);
   EXPECT_EQ(s.ranks[0].ops.size(), 4u);
-  EXPECT_EQ(s.ranks[0].ops[2].deps, std::vector<OpId>{1});
+  EXPECT_EQ(s.ranks[0].ops[2].deps, (OpDeps{1}));
   swapOps(s, 0, 0, 1);
-  EXPECT_EQ(s.ranks[0].ops[0].deps, std::vector<OpId>{1});
-  EXPECT_EQ(s.ranks[0].ops[2].deps, std::vector<OpId>{0});
+  EXPECT_EQ(s.ranks[0].ops[0].deps, (OpDeps{1}));
+  EXPECT_EQ(s.ranks[0].ops[2].deps, (OpDeps{0}));
 }

@@ -43,10 +43,10 @@ struct Mutant {
 /// later op ids shift down by one.
 inline void removeOp(Schedule &s, RankId r, OpId id) {
   std::vector<Op> &ops = s.ranks[r].ops;
-  std::vector<OpId> inherited = ops[id].deps;
+  OpDeps inherited = ops[id].deps;
   ops.erase(ops.begin() + id);
   for (Op &op : ops) {
-    std::vector<OpId> deps;
+    OpDeps deps;
     for (OpId d : op.deps) {
       if (d == id) {
         for (OpId x : inherited)

@@ -111,7 +111,7 @@ TEST(Printer, RoundTripEveryField) {
   EXPECT_EQ(parsed->ranks[0].ops[2].terms, lc.terms);
   EXPECT_EQ(parsed->ranks[1].ops[1].msgCoeff, 1e-300);
   EXPECT_TRUE(std::signbit(parsed->ranks[1].ops[1].localCoeff));
-  EXPECT_EQ(parsed->ranks[1].ops[0].deps, (std::vector<OpId>{2, 1}));
+  EXPECT_EQ(parsed->ranks[1].ops[0].deps, (OpDeps{2, 1}));
   EXPECT_EQ(parsed->root, 1);
 }
 
@@ -142,7 +142,7 @@ TEST(Parser, AcceptsArchitectureExample) {
   EXPECT_EQ(s->ranks[0].ops[1].src, in(3));
   EXPECT_EQ(s->ranks[0].ops[1].recvMsg, 5);
   EXPECT_EQ(s->ranks[0].ops[1].sendMsg, 6);
-  EXPECT_EQ(s->ranks[0].ops[1].deps, std::vector<OpId>{0});
+  EXPECT_EQ(s->ranks[0].ops[1].deps, (OpDeps{0}));
   EXPECT_EQ(s->ranks[1].inputChunks, 0);
 }
 

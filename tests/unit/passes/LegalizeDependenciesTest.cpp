@@ -31,7 +31,7 @@ Schedule localSchedule(std::vector<TbId> tbs,
     op.dst = {BufferKind::Output, int32_t(i), 1};
     op.channel = 0;
     op.threadblock = tbs[i];
-    op.deps = deps[i];
+    op.deps.assign(deps[i].begin(), deps[i].end());
     s.ranks[0].ops.push_back(op);
   }
   return s;

@@ -117,7 +117,7 @@ TEST(LowerRingTest, EachChannelIsOneChainPerRank) {
       if (rp.ops[i].deps.empty())
         ++starts;
       else
-        EXPECT_EQ(rp.ops[i].deps, std::vector<OpId>{OpId(i - 1)});
+        EXPECT_EQ(rp.ops[i].deps, (OpDeps{OpId(i - 1)}));
     }
     EXPECT_EQ(starts, 2);
   }

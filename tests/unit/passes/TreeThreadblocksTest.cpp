@@ -148,7 +148,7 @@ TEST(TreeThreadblocksTest, DependencyTargetsAreNumberedFirstWhenNeeded) {
   ir::Op copy =
       ir::makeLocal(ir::OpKind::Copy, out, {ir::BufferKind::Scratch, 159, 1});
   copy.channel = 0;
-  copy.deps = late;
+  copy.deps.assign(late.begin(), late.end());
   s.ranks[1].ops.push_back(copy);
   s.ranks[0].inputChunks = 1;
   s.ranks[1].scratchChunks = 160;
