@@ -86,14 +86,21 @@ std::string quoted(llvm::StringRef s) {
 
 } // namespace
 
-llvm::Expected<std::string> planToJson(const ir::Schedule &s,
-                                       const PlanMeta &meta, PlanCheck check) {
+llvm::Error checkPlan(const ir::Schedule &s, const PlanMeta &meta,
+                      PlanCheck check) {
   if (check == PlanCheck::VerifiedByCompile && meta.errorBound == 0)
-    ; // compile() verified it in full
-  else if (auto err = verifyPlanSchedule(s, meta.errorBound))
+    return llvm::Error::success(); // compile() verified it in full
+  if (auto err = verifyPlanSchedule(s, meta.errorBound))
     return makeUserError("cannot write a plan for a schedule that fails "
                          "verification:\n" +
                          llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> planToJson(const ir::Schedule &s,
+                                       const PlanMeta &meta, PlanCheck check) {
+  if (auto err = checkPlan(s, meta, check))
+    return err;
   std::string text;
   // About 200 bytes per op: one allocation instead of a doubling string's
   // copies.
@@ -102,6 +109,13 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
     ops += rp.ops.size();
   text.reserve(4096 + ops * 200);
   llvm::raw_string_ostream os(text);
+  printPlanJson(os, s, meta);
+  os.flush();
+  return text; // moved (C++20), not a copy of gigabytes
+}
+
+void printPlanJson(llvm::raw_ostream &os, const ir::Schedule &s,
+                   const PlanMeta &meta) {
   os << "{\n";
   os << "  \"format\": \"topocc-plan\",\n";
   os << "  \"version\": " << kPlanFormatVersion << ",\n";
@@ -152,7 +166,6 @@ llvm::Expected<std::string> planToJson(const ir::Schedule &s,
   }
   os << (s.ranks.empty() ? "]\n" : "\n  ]\n");
   os << "}\n";
-  return os.str();
 }
 
 //===-- plan sets ---------------------------------------------------------===//

@@ -15,6 +15,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <array>
 #include <cstdint>
@@ -84,6 +85,15 @@ enum class PlanCheck { Verify, VerifiedByCompile };
 llvm::Expected<std::string> planToJson(const ir::Schedule &s,
                                        const PlanMeta &meta,
                                        PlanCheck check = PlanCheck::Verify);
+
+/// planToJson in two steps, for a plan written straight to a file (a plan
+/// of millions of ops is gigabytes of text): the check, which writes
+/// nothing, then the text on `os`, the same bytes as planToJson's.
+llvm::Error checkPlan(const ir::Schedule &s, const PlanMeta &meta,
+                      PlanCheck check = PlanCheck::Verify);
+/// REQUIRES: checkPlan(s, meta) succeeded.
+void printPlanJson(llvm::raw_ostream &os, const ir::Schedule &s,
+                   const PlanMeta &meta);
 
 /// Parses and validates plan text; `fileName` prefixes every diagnostic
 /// ("FILE: JSON.PATH: message").

@@ -858,21 +858,35 @@ llvm::Error runCompile(const CompileOptions &given) {
                         .str();
     topology = std::move(*topo);
   }
+  // A plan or IR file is printed straight into the output file when it is
+  // written (it can be gigabytes); MSCCL XML is rendered here, as the
+  // prediction imports the text back.
+  const bool streamed =
+      *emit == ir::OutputFormat::Plan || *emit == ir::OutputFormat::Ir;
+  const backends::PlanCheck check = verified
+                                        ? backends::PlanCheck::VerifiedByCompile
+                                        : backends::PlanCheck::Verify;
   if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
-    auto rendered = render(result, *emit, opts, meta, {},
-                           verified ? backends::PlanCheck::VerifiedByCompile
-                                    : backends::PlanCheck::Verify);
+    llvm::Error err = llvm::Error::success();
+    if (*emit == ir::OutputFormat::Plan) {
+      err = backends::checkPlan(result, meta, check);
+    } else if (!streamed) {
+      auto rendered = render(result, *emit, opts, meta, {}, check);
+      if (rendered)
+        text = std::move(*rendered);
+      else
+        err = rendered.takeError();
+    }
     log.recordTime("emit " + opts.emit,
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count());
-    if (!rendered) {
+    if (err) {
       if (timingsPending)
         log.printTimings(llvm::errs());
-      return rendered.takeError();
+      return err;
     }
-    text = std::move(*rendered);
     if (topology && autoRun && *emit != ir::OutputFormat::MscclXml) {
       // A plan or IR file holds `result` as it is, the schedule auto
       // simulated to choose it: that simulation is the file's prediction.
@@ -899,11 +913,31 @@ llvm::Error runCompile(const CompileOptions &given) {
                        analysis::predictionText(*prediction) + "\n";
     }
   }
+  if (streamed) {
+    auto start = std::chrono::steady_clock::now();
+    llvm::Error err =
+        writeOutputStream(opts.output, [&](llvm::raw_ostream &os) {
+          if (*emit == ir::OutputFormat::Plan)
+            backends::printPlanJson(os, result, meta);
+          else
+            ir::printSchedule(result, os);
+        });
+    log.recordTime(
+        "write " + opts.emit,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+    if (err) {
+      if (timingsPending)
+        log.printTimings(llvm::errs());
+      return err;
+    }
+  }
   // Pass timings, with the emission when compiling a topology.
   if (timingsPending)
     log.printTimings(llvm::errs());
-  if (auto err = writeOutputFile(opts.output, text))
-    return err;
+  if (!streamed)
+    if (auto err = writeOutputFile(opts.output, text))
+      return err;
   if (opts.format == "json") {
     llvm::json::Object o{
         {"generator", std::string("topocc ") + TOPOCC_VERSION},

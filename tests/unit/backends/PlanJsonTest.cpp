@@ -92,6 +92,16 @@ TEST(PlanJson, CompiledRingsRoundTrip) {
         EXPECT_EQ(back->meta.generator, "topocc test");
         EXPECT_EQ(back->meta.algorithm, "ring");
         EXPECT_EQ(emit(back->schedule), text);
+        // Printed straight to a stream (compile writes plans so), the
+        // same bytes.
+        PlanMeta meta;
+        meta.generator = "topocc test";
+        meta.algorithm = "ring";
+        ASSERT_FALSE(bool(checkPlan(s, meta)));
+        std::string streamed;
+        llvm::raw_string_ostream os(streamed);
+        printPlanJson(os, s, meta);
+        EXPECT_EQ(os.str(), text);
       }
 }
 
@@ -299,6 +309,16 @@ TEST(PlanJson, RefusesUnverifiedSchedules) {
                 .find("cannot write a plan for a schedule that fails "
                       "verification"),
             std::string::npos);
+  // The check compile runs before it opens the file says the same.
+  llvm::Error err = checkPlan(s, {});
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err))
+                .find("cannot write a plan for a schedule that fails "
+                      "verification"),
+            std::string::npos);
+  // A plan compile has verified is not checked again.
+  EXPECT_FALSE(bool(checkPlan(compileRing(ir::Collective::AllReduce, 2), {},
+                              PlanCheck::VerifiedByCompile)));
 }
 
 } // namespace
