@@ -11,8 +11,10 @@
 namespace topocc {
 
 namespace {
+// Per thread: work a tool runs on a thread of its own (compile's bounds
+// beside auto) reports nothing, and never into another task's line.
 ProgressSink *&currentSink() {
-  static ProgressSink *sink = nullptr;
+  static thread_local ProgressSink *sink = nullptr;
   return sink;
 }
 } // namespace

@@ -39,8 +39,8 @@ public:
   virtual void end(uint64_t done) = 0;
 };
 
-/// Installs `sink` for the process (nullptr: none, the default) and returns
-/// the previous one.
+/// Installs `sink` for the calling thread (nullptr: none, the default for
+/// every thread) and returns the previous one.
 ProgressSink *setProgressSink(ProgressSink *sink);
 
 /// One step of long work, from construction to destruction.

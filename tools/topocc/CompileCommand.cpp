@@ -32,6 +32,7 @@
 #include "ir/Printer.h"
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
+#include "support/Progress.h"
 
 #include "CLI/CLI.hpp"
 
@@ -44,6 +45,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
@@ -186,11 +188,13 @@ render(const ir::Schedule &s, ir::OutputFormat emit, const CompileOptions &opts,
 /// The prediction at each of `sizes` of the file `s` is written as
 /// (`text`, the rendered file, named `fileName`): MSCCL XML is imported
 /// back, so that the numbers are the simulated times of what the file says
-/// (Prediction.h).
+/// (Prediction.h). `bounds`: computeTopologyBounds(t) when the caller has
+/// them, else computed here.
 llvm::Expected<std::vector<analysis::Prediction>>
 predictFile(const topo::Topology &t, const ir::Schedule &s,
             ir::OutputFormat emit, llvm::StringRef text,
-            llvm::StringRef fileName, llvm::ArrayRef<double> sizes) {
+            llvm::StringRef fileName, llvm::ArrayRef<double> sizes,
+            std::optional<analysis::TopologyBounds> bounds = std::nullopt) {
   std::optional<ir::Schedule> imported;
   if (emit == ir::OutputFormat::MscclXml) {
     auto back = backends::importMscclXml(text, fileName);
@@ -200,11 +204,11 @@ predictFile(const topo::Topology &t, const ir::Schedule &s,
   }
   std::vector<analysis::Prediction> out;
   // The bounds once per file (the realizable graph is a max-flow per pair).
-  analysis::TopologyBounds bounds =
-      analysis::computeTopologyBounds(t, analysis::SimMode::Runtime);
+  if (!bounds)
+    bounds = analysis::computeTopologyBounds(t, analysis::SimMode::Runtime);
   for (double bytes : sizes) {
     auto p = analysis::predictSchedule(t, imported ? *imported : s, bytes,
-                                       analysis::SimMode::Runtime, &bounds);
+                                       analysis::SimMode::Runtime, &*bounds);
     if (!p)
       return p.takeError();
     out.push_back(std::move(*p));
@@ -744,6 +748,9 @@ llvm::Error runCompile(const CompileOptions &given) {
   std::string chosenFlags, planSummary;
   llvm::json::Array ringsJson, explainJson;
   std::optional<topo::Topology> topology; ///< kept for the prediction
+  /// computeTopologyBounds(*topology), started beside the compile; declared
+  /// after `topology`, so that it is waited for before that goes.
+  std::future<analysis::TopologyBounds> boundsAhead;
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
   bool timingsPending = false;
@@ -810,7 +817,16 @@ llvm::Error runCompile(const CompileOptions &given) {
             .str();
     if (!opts.sizes.empty())
       return compileSizes(*topo, req, opts, *emit, meta);
-    auto plan = compile(*topo, req, log);
+    topology.emplace(std::move(*topo));
+    const topo::Topology &tp = *topology;
+    // The bounds the prediction is measured against depend on the topology
+    // only: they are computed on a second thread while auto compiles (the
+    // realizable bound is 20 to 50 s of a 4096-GPU compile).
+    if (*emit != ir::OutputFormat::NcclGraph)
+      boundsAhead = std::async(std::launch::async, [&tp] {
+        return analysis::computeTopologyBounds(tp, analysis::SimMode::Runtime);
+      });
+    auto plan = compile(tp, req, log);
     if (!plan) {
       log.printTimings(llvm::errs());
       return plan.takeError();
@@ -841,7 +857,7 @@ llvm::Error runCompile(const CompileOptions &given) {
                                     plan->codedError)
                           .str();
     if (*emit == ir::OutputFormat::NcclGraph) {
-      auto xml = renderNcclGraph(*topo, *plan, req, notes);
+      auto xml = renderNcclGraph(tp, *plan, req, notes);
       if (!xml)
         return xml.takeError();
       text = std::move(*xml);
@@ -851,12 +867,11 @@ llvm::Error runCompile(const CompileOptions &given) {
     result = std::move(plan->schedule);
     // auto's file is named after the algorithm it chose.
     if (opts.algorithm == "auto")
-      result.name = llvm::formatv("{0}_{1}_{2}_{3}", topo->name(),
-                                  algorithmName(plan->algorithm),
-                                  opts.collective,
-                                  opts.inplace ? "inplace" : "outofplace")
-                        .str();
-    topology = std::move(*topo);
+      result.name =
+          llvm::formatv("{0}_{1}_{2}_{3}", tp.name(),
+                        algorithmName(plan->algorithm), opts.collective,
+                        opts.inplace ? "inplace" : "outofplace")
+              .str();
   }
   // A plan or IR file is printed straight into the output file when it is
   // written (it can be gigabytes); MSCCL XML is rendered here, as the
@@ -887,19 +902,26 @@ llvm::Error runCompile(const CompileOptions &given) {
         log.printTimings(llvm::errs());
       return err;
     }
+    // The bounds started beside the compile, waited for.
+    std::optional<analysis::TopologyBounds> bounds;
+    if (boundsAhead.valid()) {
+      ProgressTask wait("bounds (computed beside the compile)");
+      bounds = boundsAhead.get();
+    }
     if (topology && autoRun && *emit != ir::OutputFormat::MscclXml) {
       // A plan or IR file holds `result` as it is, the schedule auto
       // simulated to choose it: that simulation is the file's prediction.
       // (An MSCCL XML file is imported back and simulated: the file is
       // what runs.)
-      analysis::TopologyBounds bounds = analysis::computeTopologyBounds(
-          *topology, analysis::SimMode::Runtime);
+      if (!bounds)
+        bounds = analysis::computeTopologyBounds(*topology,
+                                                 analysis::SimMode::Runtime);
       prediction =
           analysis::predictionOf(*topology, result, std::move(*autoRun),
-                                 analysis::SimMode::Runtime, &bounds);
+                                 analysis::SimMode::Runtime, &*bounds);
     } else if (topology) {
       auto p = predictFile(*topology, result, *emit, text, opts.output,
-                           {req.bytes});
+                           {req.bytes}, std::move(bounds));
       if (!p) {
         if (timingsPending)
           log.printTimings(llvm::errs());

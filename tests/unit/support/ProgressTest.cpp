@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace topocc;
@@ -53,6 +54,22 @@ TEST(Progress, TasksReachTheInstalledSinkInStackOrder) {
   ProgressTask none("none", 3);
   none.advance(3);
   EXPECT_EQ(sink.calls.size(), 7u);
+}
+
+// The sink is the installing thread's: work on another thread (compile's
+// bounds, computed beside auto) reports nothing into the main thread's tasks.
+TEST(Progress, OtherThreadsDoNotReachTheSink) {
+  RecordingSink sink;
+  SinkScope scope(&sink);
+  ProgressTask outer("outer", 1);
+  std::thread beside([] {
+    ProgressTask task("beside", 5);
+    task.advance(5);
+  });
+  beside.join();
+  outer.advance();
+  EXPECT_EQ(sink.calls,
+            (std::vector<std::string>{"begin outer 1 ", "update 1"}));
 }
 
 /// A StreamProgress writing to `out` on the clock `now`.
