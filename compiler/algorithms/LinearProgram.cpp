@@ -32,8 +32,11 @@ double perturbation(int row) {
 
 } // namespace
 
-PackingSimplex::PackingSimplex(std::vector<double> bounds)
+PackingSimplex::PackingSimplex(std::vector<double> bounds,
+                               const std::vector<int> &perturbKeys)
     : m(static_cast<int>(bounds.size())), b(std::move(bounds)) {
+  assert((perturbKeys.empty() || perturbKeys.size() == b.size()) &&
+         "one perturbation key per row");
   slack.assign(m, std::vector<double>(m, 0.0));
   rhs.resize(m);
   basis.resize(m);
@@ -41,7 +44,7 @@ PackingSimplex::PackingSimplex(std::vector<double> bounds)
   for (int i = 0; i < m; ++i) {
     assert(b[i] >= 0 && "packing LP needs b >= 0");
     slack[i][i] = 1;
-    rhs[i] = b[i] * perturbation(i);
+    rhs[i] = b[i] * perturbation(perturbKeys.empty() ? i : perturbKeys[i]);
     basis[i] = -1 - i;
   }
 }

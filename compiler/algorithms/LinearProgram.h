@@ -26,8 +26,12 @@ namespace topocc::algorithms {
 /// max c.x s.t. A x <= b, x >= 0, built column by column.
 class PackingSimplex {
 public:
-  /// One row per entry of `b` (each >= 0).
-  explicit PackingSimplex(std::vector<double> b);
+  /// One row per entry of `b` (each >= 0). `perturbKeys`, when given (one
+  /// per row), number the rows for the perturbation of b instead of their
+  /// places: a caller that leaves out rows no column uses (their slacks
+  /// never leave the basis) then pivots exactly as with them.
+  explicit PackingSimplex(std::vector<double> b,
+                          const std::vector<int> &perturbKeys = {});
 
   /// Adds column (row, value) entries with objective coefficient `cost`;
   /// returns its index. Rows out of range are a bug.

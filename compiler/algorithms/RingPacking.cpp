@@ -257,12 +257,28 @@ public:
     for (const PathFlow *f : flows)
       routed += f && f->found;
     sparse = 2 * routed < int64_t(k) * (k - 1);
+    // A row per resource with capacity that some hop of the group uses (a
+    // column loads only those): a box's group on a 4096-GPU fabric has a
+    // few dozen, not the fabric's 40 000, and the tableau is rows^2. Each
+    // row keeps its place among all resources with capacity as its
+    // perturbation key, so the pivots are those of the LP with every row.
+    std::vector<char> used(m.numResources(), 0);
+    for (const PathFlow *f : flows)
+      if (f && f->found)
+        for (auto [r, x] : f->res)
+          used[r] = 1;
     rowOf.assign(m.numResources(), -1);
-    for (int r = 0; r < m.numResources(); ++r)
-      if (m.capacity(r) > 0) {
+    int place = 0;
+    for (int r = 0; r < m.numResources(); ++r) {
+      if (!(m.capacity(r) > 0))
+        continue;
+      if (used[r]) {
         rowOf[r] = static_cast<int>(rowRes.size());
         rowRes.push_back(r);
+        rowKey.push_back(place);
       }
+      ++place;
+    }
   }
 
   /// The cache key: everything the LP depends on (the group's hop routes,
@@ -417,7 +433,7 @@ private:
   /// The LP over the columns `use`, from the slack basis; one row per
   /// resource with capacity.
   PackingSimplex fresh(const std::vector<int> &use) {
-    PackingSimplex lp(std::vector<double>(rowRes.size(), 1.0));
+    PackingSimplex lp(std::vector<double>(rowRes.size(), 1.0), rowKey);
     for (int c : use)
       lp.addColumn(entries(cols[c]), 1.0);
     return lp;
@@ -583,8 +599,9 @@ private:
   std::vector<const PathFlow *> flows;
   std::vector<Column> cols;
   std::set<std::vector<int>> seen;
-  std::vector<int> rowOf;  ///< LP row per resource, -1 without capacity
+  std::vector<int> rowOf;  ///< LP row per resource, -1: no row (unused)
   std::vector<int> rowRes; ///< resource per LP row
+  std::vector<int> rowKey; ///< per LP row: its perturbation key
   std::vector<double> dp;  ///< Held-Karp tables, kept between rounds
   std::vector<int8_t> from;
   uint64_t evaluated = 0;
