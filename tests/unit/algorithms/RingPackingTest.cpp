@@ -77,6 +77,42 @@ TEST(PackingSimplexTest, DegenerateTiesTerminate) {
   EXPECT_NEAR(lp.objective(), 1, 1e-9);
 }
 
+TEST(PackingSimplexTest, RowsNoColumnUsesCanBeLeftOut) {
+  // Columns over rows 1, 3 and 4 of six (rows 0, 2, 5 unused); rows 1 and
+  // 3 are alike, so the ratio test ties and the bounds' perturbation picks
+  // the row that leaves. Without the unused rows, each kept row keyed by
+  // its place, the LP pivots exactly as the full one (the ring packing
+  // leaves a fabric's unused links out so); renumbered, it may not.
+  const std::vector<int> used = {1, 3, 4};
+  const std::vector<std::vector<double>> cols = {
+      {1, 1, 2}, {1, 1, 1}, {2, 2, 1}, {1, 1, 3}};
+  PackingSimplex full(std::vector<double>(6, 1.0));
+  PackingSimplex kept(std::vector<double>(3, 1.0), used);
+  PackingSimplex renumbered(std::vector<double>(3, 1.0));
+  for (const std::vector<double> &c : cols) {
+    std::vector<std::pair<int, double>> wide, compact;
+    for (int i = 0; i < 3; ++i) {
+      wide.emplace_back(used[i], c[i]);
+      compact.emplace_back(i, c[i]);
+    }
+    full.addColumn(wide, 1.0);
+    kept.addColumn(compact, 1.0);
+    renumbered.addColumn(compact, 1.0);
+  }
+  ASSERT_TRUE(full.solve());
+  ASSERT_TRUE(kept.solve());
+  ASSERT_TRUE(renumbered.solve());
+  EXPECT_EQ(kept.pivots(), full.pivots());
+  EXPECT_EQ(kept.primal(), full.primal());
+  EXPECT_EQ(kept.objective(), full.objective());
+  const std::vector<double> y = full.duals();
+  EXPECT_EQ(y[0] + y[2] + y[5], 0.0);
+  EXPECT_EQ(kept.duals(), (std::vector<double>{y[1], y[3], y[4]}));
+  // The same optimum renumbered, but the tie went to the other row.
+  EXPECT_NEAR(renumbered.objective(), full.objective(), 1e-9);
+  EXPECT_NE(renumbered.duals(), kept.duals());
+}
+
 TEST(PackingSimplexTest, UnboundedColumnIsReported) {
   PackingLp lp;
   lp.rows = 1;
