@@ -143,8 +143,26 @@ llvm::Expected<Schedule> lowerDbTree(const DbTreeOptions &o) {
   // In place the output is the input (setCollectiveBuffers).
   const BufferKind work = o.inplace ? BufferKind::Input : BufferKind::Output;
   MsgId nextMsg = 0;
+  std::vector<std::vector<RankTree>> pairs;
+  for (int32_t c = 0; c < o.channels; ++c)
+    pairs.push_back(dbTreePair(o, c));
+  // Each rank's ops, counted first (a list grown op by op holds up to twice
+  // its size; at 4096 GPUs that was gigabytes): per tree and unit, a
+  // receive and a reduce per child and a send down to it, a send up and a
+  // receive down below the root, and the lone rank's copy.
+  std::vector<size_t> counted(n, 0);
+  for (const std::vector<RankTree> &pair : pairs)
+    for (const RankTree &tree : pair)
+      for (RankId r = 0; r < n; ++r) {
+        const size_t kids = tree.children[r].size();
+        counted[r] += K * (3 * kids + (tree.parent[r] != kNone   ? 2
+                                       : kids == 0 && !o.inplace ? 1
+                                                                 : 0));
+      }
+  for (RankId r = 0; r < n; ++r)
+    s.ranks[r].ops.reserve(counted[r]);
   for (int32_t c = 0; c < o.channels; ++c) {
-    const std::vector<RankTree> pair = dbTreePair(o, c);
+    const std::vector<RankTree> &pair = pairs[c];
     for (int32_t t = 0; t < 2; ++t) {
       const RankTree &tree = pair[t];
       // Ranks children first: reversed breadth-first order from the root.
@@ -219,9 +237,12 @@ llvm::Expected<Schedule> lowerDbTree(const DbTreeOptions &o) {
       }
     }
   }
-  for (RankId r = 0; r < n; ++r)
+  for (RankId r = 0; r < n; ++r) {
+    assert(s.ranks[r].ops.size() == counted[r] &&
+           "each rank's ops were counted");
     setCollectiveBuffers(s.ranks[r], Collective::AllReduce, s.chunksPerLoop,
                          s.chunksPerLoop, o.inplace);
+  }
   return s;
 }
 

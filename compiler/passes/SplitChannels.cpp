@@ -262,9 +262,12 @@ SplitCost measureSplit(const Chains &ch, int32_t base, int32_t len,
 
 /// `s` split as `where` places its ops (measureSplit), on `channels`
 /// channels.
+/// The split schedule. With `consume`, the ops of `s` are moved out and
+/// each rank's list freed as its split one is built (the caller then
+/// discards `s`): the two schedules are not held whole at once.
 Schedule buildSplit(Schedule &s,
                     const std::vector<std::vector<Placement>> &where,
-                    int32_t channels) {
+                    int32_t channels, bool consume) {
   // Everything of `s` but its ops, which are rebuilt.
   std::vector<std::vector<Op>> ops(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size(); ++r)
@@ -274,12 +277,21 @@ Schedule buildSplit(Schedule &s,
     s.ranks[r].ops = std::move(ops[r]);
   out.numChannels = channels;
   for (size_t r = 0; r < s.ranks.size(); ++r) {
-    const RankProgram &in = s.ranks[r];
+    RankProgram &in = s.ranks[r];
     RankProgram &rp = out.ranks[r];
-    rp.ops.reserve(in.ops.size());
+    // The exact size: a split op becomes its receiving half and a send,
+    // and an rrs a copy besides.
+    size_t size = 0;
+    for (size_t i = 0; i < in.ops.size(); ++i) {
+      const Placement &at = where[r][i];
+      size += at.first == at.result
+                  ? 1
+                  : (in.ops[i].kind == OpKind::RecvReduceSend ? 3 : 2);
+    }
+    rp.ops.reserve(size);
     std::vector<OpId> newId(in.ops.size(), kNone);
     for (size_t i = 0; i < in.ops.size(); ++i) {
-      Op op = in.ops[i];
+      Op op = consume ? std::move(in.ops[i]) : in.ops[i];
       for (OpId &d : op.deps)
         d = newId[d];
       const Placement &at = where[r][i];
@@ -324,6 +336,9 @@ Schedule buildSplit(Schedule &s,
       newId[i] = static_cast<OpId>(rp.ops.size());
       rp.ops.push_back(std::move(second));
     }
+    assert(rp.ops.size() == size && "the split's size was counted");
+    if (consume)
+      std::vector<Op>().swap(in.ops);
   }
   return out;
 }
@@ -358,10 +373,11 @@ llvm::Error splitChannels(Schedule &s, int32_t maxSteps, int32_t maxChannels) {
           "MSCCL_MAX_NUM_STEPS",
           longest, maxSteps, channels, maxChannels));
     }
-    Schedule split = buildSplit(s, where, channels);
-    // Only a schedule whose threadblock groups fit unsplit has a choice.
-    if (longestGroup(s) <= maxSteps && !assignsWithin(split, maxSteps) &&
-        assignsWithin(s, maxSteps))
+    // Only a schedule whose threadblock groups fit unsplit has a choice;
+    // otherwise the split replaces it, built from its ops.
+    const bool choice = longestGroup(s) <= maxSteps;
+    Schedule split = buildSplit(s, where, channels, !choice);
+    if (choice && !assignsWithin(split, maxSteps) && assignsWithin(s, maxSteps))
       return llvm::Error::success();
     s = std::move(split);
     return llvm::Error::success();
