@@ -117,9 +117,33 @@ private:
 
 
   void lowerChannel(int32_t p, int32_t ch);
+  /// The ops lowerChannel emits for one rank of channel `ch`: every rank is
+  /// on each channel's ring once, so a rank's ops are the sum over the
+  /// channels (reserved at once: a list grown op by op holds up to twice
+  /// its size, a gigabyte for the flat ring of 1024 GPUs).
+  size_t opsPerRank(int32_t ch) const;
 
   const std::vector<RankId> *ring = nullptr; ///< the channel being lowered
 };
+
+size_t RingLowering::opsPerRank(int32_t ch) const {
+  const int32_t steps = numSteps();
+  size_t perPiece = 0; // as lowerChannel's cases
+  for (int32_t t = 0; t < steps; ++t) {
+    const size_t send = t + 1 < steps ? 1 : 0;
+    if (t == 0)
+      perPiece += 1;
+    else if (o.collective == Collective::AllGather)
+      perPiece += 1 + send;
+    else if (t < n - 1)
+      perPiece += 3;
+    else
+      perPiece += (t == n - 1 ? 2 : 1) + send;
+  }
+  const size_t pieces = (kc[ch] + width[ch] - 1) / width[ch];
+  const bool ownCopy = o.collective == Collective::AllGather && !o.inplace;
+  return pieces * perPiece + (ownCopy ? 1 : 0);
+}
 
 void RingLowering::lowerChannel(int32_t p, int32_t ch) {
   ring = &rings[ch];
@@ -215,11 +239,17 @@ Schedule RingLowering::run() {
                           : o.name;
   s.ranks.resize(n);
   const int32_t c = static_cast<int32_t>(rings.size());
+  size_t perRank = 0;
+  for (int32_t ch = 0; ch < c; ++ch)
+    perRank += opsPerRank(ch);
+  for (RankProgram &rp : s.ranks)
+    rp.ops.reserve(perRank);
   for (int32_t p = 0; p < n; ++p)
     for (int32_t ch = 0; ch < c; ++ch)
       lowerChannel(p, ch);
 
   for (RankProgram &rp : s.ranks) {
+    assert(rp.ops.size() == perRank && "opsPerRank counts lowerChannel's ops");
     rp.scratchChunks = scratchExtent(rp);
     setCollectiveBuffers(rp, o.collective, s.chunksPerLoop, total, o.inplace);
   }
