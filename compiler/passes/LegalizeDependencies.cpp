@@ -34,7 +34,11 @@ void legalizeRank(RankProgram &rp) {
   TbId numTbs = 0;
   for (const Op &op : rp.ops)
     numTbs = std::max(numTbs, op.threadblock + 1);
+  // The legalized list is the schedule every later step holds (auto's best,
+  // the simulation, the verifier, the file): sized to the ops, and trimmed
+  // where nops made it grow, not left with a doubling list's spare half.
   std::vector<Op> out;
+  out.reserve(rp.ops.size());
   std::vector<Clock> clock; // per new op
   std::vector<int32_t> pos; // per new op: position in its tb
   std::vector<OpId> newId(rp.ops.size(), kNone);
@@ -98,6 +102,8 @@ void legalizeRank(RankProgram &rp) {
     append(std::move(op), std::move(base));
     newId[i] = static_cast<OpId>(out.size() - 1);
   }
+  if (out.capacity() > out.size())
+    out.shrink_to_fit();
   rp.ops = std::move(out);
 }
 
