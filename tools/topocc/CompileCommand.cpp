@@ -937,6 +937,7 @@ llvm::Error runCompile(const CompileOptions &given) {
   }
   if (streamed) {
     auto start = std::chrono::steady_clock::now();
+    ProgressTask writing("write " + opts.output);
     llvm::Error err =
         writeOutputStream(opts.output, [&](llvm::raw_ostream &os) {
           if (*emit == ir::OutputFormat::Plan)
