@@ -21,6 +21,11 @@ ProgressSink *&currentSink() {
 
 ProgressSink::~ProgressSink() = default;
 
+bool progressStopRequested() {
+  ProgressSink *sink = currentSink();
+  return sink && sink->stopRequested();
+}
+
 ProgressSink *setProgressSink(ProgressSink *sink) {
   ProgressSink *old = currentSink();
   currentSink() = sink;

@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,7 +38,29 @@ public:
   virtual void update(uint64_t done) = 0;
   /// The innermost task ended after `done` units.
   virtual void end(uint64_t done) = 0;
+  /// Whether the work should stop early: long loops that report progress
+  /// check it (progressStopRequested) and return an error instead of
+  /// finishing. False unless a sink says so (StopSink).
+  virtual bool stopRequested() const { return false; }
 };
+
+/// A sink that shows nothing and lets another thread ask the work on its
+/// thread to stop (compile's bounds, computed beside the compile, when the
+/// compile fails first).
+class StopSink : public ProgressSink {
+public:
+  void begin(llvm::StringRef, uint64_t, llvm::StringRef) override {}
+  void update(uint64_t) override {}
+  void end(uint64_t) override {}
+  bool stopRequested() const override { return stop.load(); }
+  void requestStop() { stop.store(true); }
+
+private:
+  std::atomic<bool> stop{false};
+};
+
+/// The calling thread's sink asks its work to stop.
+bool progressStopRequested();
 
 /// Installs `sink` for the calling thread (nullptr: none, the default for
 /// every thread) and returns the previous one.

@@ -429,6 +429,8 @@ dinkelbachBound(const BoundGraph &g, bool reversed, int workers, bool orbits) {
   DirectionalBound b;
   Fraction lambda = Fraction::make(n - 1, in[g.compute[start]]);
   for (;;) {
+    if (progressStopRequested())
+      return makeUserError("the bound was stopped before its end");
     if (++b.iterations > n + 1)
       return makeInternalError("dinkelbachBound: no convergence after N "
                                "rounds");

@@ -257,7 +257,7 @@ void RouteSet::collect() {
   const int channels = net ? sweepChannels() : 0;
   if (channels == 0) {
     ProgressTask progress("runtime routes", n, "ranks");
-    for (int a = 0; a < n; ++a) {
+    for (int a = 0; a < n && !progressStopRequested(); ++a) {
       for (int b = 0; b < n; ++b)
         if (a != b)
           collectPair(a, b);
@@ -280,6 +280,8 @@ void RouteSet::collect() {
   // The pairs routed one by one: an irregular rank with every rank, a
   // regular one with the regular ranks of its node.
   for (int a : irregular) {
+    if (progressStopRequested())
+      return;
     for (int b = 0; b < n; ++b)
       if (a != b) {
         collectPair(a, b);
@@ -403,6 +405,8 @@ void RouteSet::sweep(int channels, const std::vector<char> &regular,
     nodeOf[d] = t.device(d).nodeIndex;
   std::vector<std::pair<int, int>> missing; // (x, y) without a segment
   for (const auto &[x, xChannels] : channelsOfNic) {
+    if (progressStopRequested())
+      return;
     const int nodeX = nodeOf[x];
     for (int c : xChannels) {
       ChannelNics &ch = chan[c];
@@ -507,6 +511,8 @@ llvm::Expected<BoundGraph> buildRealizableGraph(const topo::Topology &t,
         "the bound needs at least 2 GPUs; the topology has {0}", n));
   RouteSet routes(t, m, o.ncclNetRule);
   routes.collect();
+  if (progressStopRequested())
+    return makeUserError("the realizable bound was stopped before its end");
 
   // Vertices: ranks, then in(r), out(r) per used resource r, numbered in
   // resource order at the end. Arcs are collected as (from, to) keys over

@@ -167,6 +167,35 @@ llvm::Expected<std::string> renderNcclGraph(const topo::Topology &t,
   return xml->xml;
 }
 
+/// The bounds a compile's prediction is measured against, computed on a
+/// thread of their own while the compile runs. That thread's progress sink
+/// shows nothing and asks the bounds to stop when the compile fails first
+/// (the error is then printed at once, not after the bounds).
+class BoundsBeside {
+public:
+  BoundsBeside() = default;
+  BoundsBeside(const BoundsBeside &) = delete;
+  BoundsBeside &operator=(const BoundsBeside &) = delete;
+  ~BoundsBeside() {
+    stop.requestStop();
+    if (result.valid())
+      result.wait();
+  }
+  /// `t` must outlive this object.
+  void start(const topo::Topology &t) {
+    result = std::async(std::launch::async, [this, &t] {
+      setProgressSink(&stop);
+      return analysis::computeTopologyBounds(t, analysis::SimMode::Runtime);
+    });
+  }
+  bool started() const { return result.valid(); }
+  analysis::TopologyBounds get() { return result.get(); }
+
+private:
+  StopSink stop;
+  std::future<analysis::TopologyBounds> result;
+};
+
 /// The text to write for `s` in the requested form; MSCCL XML with the
 /// selection window `window` (none: every size).
 llvm::Expected<std::string>
@@ -750,7 +779,7 @@ llvm::Error runCompile(const CompileOptions &given) {
   std::optional<topo::Topology> topology; ///< kept for the prediction
   /// computeTopologyBounds(*topology), started beside the compile; declared
   /// after `topology`, so that it is waited for before that goes.
-  std::future<analysis::TopologyBounds> boundsAhead;
+  BoundsBeside boundsAhead;
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
   bool timingsPending = false;
@@ -823,9 +852,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     // only: they are computed on a second thread while auto compiles (the
     // realizable bound is 20 to 50 s of a 4096-GPU compile).
     if (*emit != ir::OutputFormat::NcclGraph)
-      boundsAhead = std::async(std::launch::async, [&tp] {
-        return analysis::computeTopologyBounds(tp, analysis::SimMode::Runtime);
-      });
+      boundsAhead.start(tp);
     auto plan = compile(tp, req, log);
     if (!plan) {
       log.printTimings(llvm::errs());
@@ -904,7 +931,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     }
     // The bounds started beside the compile, waited for.
     std::optional<analysis::TopologyBounds> bounds;
-    if (boundsAhead.valid()) {
+    if (boundsAhead.started()) {
       ProgressTask wait("bounds (computed beside the compile)");
       bounds = boundsAhead.get();
     }

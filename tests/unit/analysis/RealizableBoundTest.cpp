@@ -17,6 +17,7 @@
 #include "compiler/analysis/RealizableGraph.h"
 #include "compiler/topology/Scenario.h"
 #include "compiler/topology/TopologyParser.h"
+#include "support/Progress.h"
 
 #include "gtest/gtest.h"
 
@@ -143,6 +144,30 @@ library(int maxRanks) {
       out.push_back({e.path(), std::move(*t)});
   }
   return out;
+}
+
+// compile computes the bounds on a thread of their own and asks them to stop
+// when the compile fails first (tools/topocc/CompileCommand.cpp): both bounds
+// then return an error at once instead of finishing.
+TEST(RealizableBoundTest, StopWhenTheSinkAsks) {
+  auto t = topo::loadTopologyFile(std::string(TOPOCC_SOURCE_DIR) +
+                                  "/topologies/dgx-a100x2.yaml");
+  ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+  StopSink stop;
+  ProgressSink *old = setProgressSink(&stop);
+  auto whole = computeRealizableBound(*t, {});
+  ASSERT_TRUE(bool(whole)) << llvm::toString(whole.takeError());
+  EXPECT_GT(busbw(*whole, ir::Collective::AllGather), 0); // not asked
+  stop.requestStop();
+  auto realizable = computeRealizableBound(*t, {});
+  auto physical = computeBound(*t);
+  setProgressSink(old);
+  ASSERT_FALSE(bool(realizable));
+  EXPECT_EQ(llvm::toString(realizable.takeError()),
+            "error: the realizable bound was stopped before its end\n");
+  ASSERT_FALSE(bool(physical));
+  EXPECT_EQ(llvm::toString(physical.takeError()),
+            "error: the bound was stopped before its end\n");
 }
 
 TEST(RealizableBoundTest, NeverAbovePhysicalOnTheLibrary) {
