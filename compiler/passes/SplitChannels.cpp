@@ -261,10 +261,9 @@ SplitCost measureSplit(const Chains &ch, int32_t base, int32_t len,
 }
 
 /// `s` split as `where` places its ops (measureSplit), on `channels`
-/// channels.
-/// The split schedule. With `consume`, the ops of `s` are moved out and
-/// each rank's list freed as its split one is built (the caller then
-/// discards `s`): the two schedules are not held whole at once.
+/// channels. With `consume`, the ops of `s` are moved out and each rank's
+/// list freed as its split one is built (the caller then discards `s`): the
+/// two schedules are not held whole at once.
 Schedule buildSplit(Schedule &s,
                     const std::vector<std::vector<Placement>> &where,
                     int32_t channels, bool consume) {

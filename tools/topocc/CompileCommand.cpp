@@ -910,16 +910,17 @@ llvm::Error runCompile(const CompileOptions &given) {
                                         : backends::PlanCheck::Verify;
   if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
-    llvm::Error err = llvm::Error::success();
-    if (*emit == ir::OutputFormat::Plan) {
-      err = backends::checkPlan(result, meta, check);
-    } else if (!streamed) {
+    llvm::Error err = [&]() -> llvm::Error {
+      if (*emit == ir::OutputFormat::Plan)
+        return backends::checkPlan(result, meta, check);
+      if (streamed)
+        return llvm::Error::success();
       auto rendered = render(result, *emit, opts, meta, {}, check);
-      if (rendered)
-        text = std::move(*rendered);
-      else
-        err = rendered.takeError();
-    }
+      if (!rendered)
+        return rendered.takeError();
+      text = std::move(*rendered);
+      return llvm::Error::success();
+    }();
     log.recordTime("emit " + opts.emit,
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
