@@ -941,12 +941,10 @@ llvm::Error runCompile(const CompileOptions &given) {
       // simulated to choose it: that simulation is the file's prediction.
       // (An MSCCL XML file is imported back and simulated: the file is
       // what runs.)
-      if (!bounds)
-        bounds = analysis::computeTopologyBounds(*topology,
-                                                 analysis::SimMode::Runtime);
-      prediction =
-          analysis::predictionOf(*topology, result, std::move(*autoRun),
-                                 analysis::SimMode::Runtime, &*bounds);
+      // (predictionOf computes the bounds when none were started.)
+      prediction = analysis::predictionOf(
+          *topology, result, std::move(*autoRun), analysis::SimMode::Runtime,
+          bounds ? &*bounds : nullptr);
     } else if (topology) {
       auto p = predictFile(*topology, result, *emit, text, opts.output,
                            {req.bytes}, std::move(bounds));
