@@ -128,6 +128,13 @@ struct CompileRequest {
   /// the winner is compiled again with this set, so every schedule that
   /// leaves compile() is verified (twice: after lowering and at the end).
   bool verify = true;
+  /// With verify: compile() returns an exact product before its final
+  /// whole-schedule check and leaves that check to the caller
+  /// (CompileResult::pendingCheck, checkCompiled() in compiler/Pipeline.h),
+  /// which can write the file meanwhile. Coded products (Lowering::coded),
+  /// and auto's winner when the IR is logged, are checked inside compile()
+  /// as always.
+  bool deferFinalCheck = false;
   std::string name;        ///< schedule name; derived when empty
 };
 
@@ -149,6 +156,11 @@ struct CompileResult {
   /// The pipeline verified `schedule` as it is (CompileRequest::verify):
   /// backends::PlanCheck::VerifiedByCompile.
   bool verified = false;
+  /// Set when the final check was left to the caller
+  /// (CompileRequest::deferFinalCheck): the request that compiles
+  /// `schedule` again, for checkCompiled() to name the stage that broke it
+  /// should the check fail. `verified` stays false.
+  std::optional<CompileRequest> pendingCheck;
   Algorithm algorithm = Algorithm::Ring; ///< never Auto: the one chosen
   /// Ring algorithm: the rings lowered, one per requested channel (before
   /// split-channels), with their NIC hops when the search chose them.

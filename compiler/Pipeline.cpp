@@ -159,6 +159,14 @@ public:
     return makeUserError(context + errorMessages(std::move(err), "; "));
   }
 
+  /// Whether the final whole-schedule check is left to the caller
+  /// (CompileRequest::deferFinalCheck, checkCompiled()): not for coded
+  /// lowerings, whose finish() executes the code of a checked schedule.
+  bool defersFinalCheck() const {
+    return req.verify && req.deferFinalCheck && !req.verifyEach &&
+           !lowering.coded();
+  }
+
   /// The lowering's final check, and what the result reports.
   llvm::Expected<CompileResult> finish() {
     CompileResult result;
@@ -166,6 +174,11 @@ public:
       return err;
     result.schedule = std::move(s);
     result.verified = req.verify;
+    if (defersFinalCheck()) {
+      result.verified = false;
+      result.pendingCheck = req;
+      result.pendingCheck->deferFinalCheck = false;
+    }
     result.algorithm = req.algorithm;
     result.rings = std::move(lowered.rings);
     result.searched = std::move(lowered.searched);
@@ -233,7 +246,7 @@ llvm::Expected<CompileResult> compileStages(const topo::Topology *t,
             c.verifiable(passInfo(PassId::AssignThreadblocks).name))
       return err;
   if (llvm::Error err = c.run(PassId::LegalizeDependencies,
-                              !req.verify           ? Check::None
+                              !req.verify || c.defersFinalCheck() ? Check::None
                               : each != Check::None ? Check::VerifyKeepInput
                                                     : Check::Verify))
     return err;
@@ -268,6 +281,28 @@ llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
 }
 
 } // namespace
+
+llvm::Error checkCompiled(const topo::Topology *t, int32_t numRanks,
+                          const CompileRequest &pending,
+                          const ir::Schedule &s) {
+  llvm::Error problems = ir::verifySchedule(s);
+  if (!problems)
+    return problems;
+  // As compileOn: compiled again, verified after every stage, to name the
+  // stage that broke it.
+  llvm::Error err = passBroke(passInfo(PassId::LegalizeDependencies).name,
+                              std::nullopt, s, std::move(problems));
+  CompileRequest each = pending;
+  each.verify = true;
+  each.verifyEach = true;
+  each.deferFinalCheck = false;
+  PassLogger quiet;
+  auto located = compileStages(t, numRanks, each, quiet);
+  if (located)
+    return err; // not reproduced: the first report stands
+  llvm::consumeError(std::move(err));
+  return located.takeError();
+}
 
 llvm::Expected<CompileResult>
 compile(int32_t numRanks, const CompileRequest &req, PassLogger &log) {

@@ -44,6 +44,14 @@ llvm::Expected<CompileResult> compile(const topo::Topology &t,
                                       const CompileRequest &req,
                                       PassLogger &log);
 
+/// The final check compile() left to its caller (CompileResult::pendingCheck,
+/// the request as `pending`): verifies `s` as compile() would have. When it
+/// finds a problem, `pending` is compiled again with every stage verified and
+/// the internal error names the stage that broke it. Reads `s` only: it may
+/// run while another thread writes `s` out.
+llvm::Error checkCompiled(const topo::Topology *t, int32_t numRanks,
+                          const CompileRequest &pending, const ir::Schedule &s);
+
 /// Names accepted by runSinglePass, in pipeline order.
 std::vector<llvm::StringRef> passNames();
 

@@ -297,13 +297,18 @@ llvm::Expected<CompileResult> selectAlgorithm(const topo::Topology *t,
   // it) and any when the caller prints the IR or times the passes are
   // compiled again, verified and logged. The same request gives the same
   // schedule.
+  // With req.deferFinalCheck the check of an exact winner as it is is
+  // left to the caller (CompileResult::pendingCheck), as compile() leaves
+  // its own.
   bestRequest->verify = true;
-  ProgressTask winner("the winner, verified: " + bestLabel());
-  const bool verifiedAsIs =
-      log.isQuiet() && !best->coded &&
-      ir::verifiedSlots(best->schedule) <= ir::kMaxVerifiedSlots &&
-      ir::findProblems(best->schedule).empty();
-  if (verifiedAsIs) {
+  const bool asIs = log.isQuiet() && !best->coded &&
+                    ir::verifiedSlots(best->schedule) <= ir::kMaxVerifiedSlots;
+  if (asIs && req.deferFinalCheck) {
+    best->verified = false;
+    best->pendingCheck = *bestRequest;
+    best->pendingCheck->deferFinalCheck = false;
+  } else if (ProgressTask winner("the winner, verified: " + bestLabel());
+             asIs && ir::findProblems(best->schedule).empty()) {
     best->verified = true;
   } else {
     auto again = compile(*t, *bestRequest, log);

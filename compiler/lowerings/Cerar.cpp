@@ -277,6 +277,8 @@ public:
 
   /// Codes with c > N are approximate by design: the exact postcondition
   /// gives way to the error-operator check in finish().
+  bool coded() const override { return true; }
+
   ir::VerifyOptions verifyOptions() const override {
     ir::VerifyOptions v;
     if (choice.design->components > choice.design->ranks)

@@ -127,6 +127,8 @@ public:
 
   /// Exact codes (c <= M, or any c on 2 nodes) also pass the exact
   /// postcondition; approximate ones the composed-operator check.
+  bool coded() const override { return true; }
+
   ir::VerifyOptions verifyOptions() const override {
     ir::VerifyOptions v;
     if (placement.choice.design->construction != cerar::Construction::Exact)

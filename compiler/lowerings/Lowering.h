@@ -71,6 +71,10 @@ public:
   /// What lower() chose, prefixed to the user errors of the later passes
   /// (which limit its choice exceeded); empty when nothing. After lower.
   virtual std::string errorContext() const { return ""; }
+  /// A coded lowering (lincomb ops, its own verifier options and a
+  /// finish() that executes the code): its final check stays inside
+  /// compile(), before finish() (CompileRequest::deferFinalCheck).
+  virtual bool coded() const { return false; }
   /// After the shared passes: an internal error when `s` no longer
   /// implements what was lowered; records what `result` reports of it.
   virtual llvm::Error finish(const ir::Schedule &s,

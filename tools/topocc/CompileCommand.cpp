@@ -783,6 +783,24 @@ llvm::Error runCompile(const CompileOptions &given) {
   std::vector<std::string> notes;
   size_t ncclChannels = 0;
   bool timingsPending = false;
+  // A plan or IR file is printed straight into the output file (it can be
+  // gigabytes); MSCCL XML is rendered in memory, as the prediction imports
+  // the text back. The file is opened before the compile (an output that
+  // cannot be written fails at once) under a temporary name; it is written
+  // on a second thread while the final check and the prediction run, and
+  // renamed to the output only when both succeeded (OutputFile).
+  const bool streamed =
+      *emit == ir::OutputFormat::Plan || *emit == ir::OutputFormat::Ir;
+  std::unique_ptr<OutputFile> out;
+  if (streamed && opts.sizes.empty()) {
+    auto opened = OutputFile::open(opts.output);
+    if (!opened)
+      return opened.takeError();
+    out = std::move(*opened);
+    req.deferFinalCheck = out->renamed();
+  }
+  /// CompileResult::pendingCheck: compile()'s final check, run here.
+  std::optional<CompileRequest> pendingCheck;
   if (!opts.runPass.empty()) {
     if (*emit == ir::OutputFormat::NcclGraph)
       return makeUserError("--emit nccl-graph needs a topology, not "
@@ -860,6 +878,7 @@ llvm::Error runCompile(const CompileOptions &given) {
     }
     timingsPending = true;
     verified = plan->verified;
+    pendingCheck = std::move(plan->pendingCheck);
     meta.algorithm = algorithmName(plan->algorithm).str();
     plan->setCodedMeta(meta);
     if (opts.explain)
@@ -900,17 +919,36 @@ llvm::Error runCompile(const CompileOptions &given) {
                         opts.inplace ? "inplace" : "outofplace")
               .str();
   }
-  // A plan or IR file is printed straight into the output file when it is
-  // written (it can be gigabytes); MSCCL XML is rendered here, as the
-  // prediction imports the text back.
-  const bool streamed =
-      *emit == ir::OutputFormat::Plan || *emit == ir::OutputFormat::Ir;
-  const backends::PlanCheck check = verified
-                                        ? backends::PlanCheck::VerifiedByCompile
-                                        : backends::PlanCheck::Verify;
+  auto writeStreamed = [&](llvm::raw_ostream &os) {
+    auto start = std::chrono::steady_clock::now();
+    if (*emit == ir::OutputFormat::Plan)
+      backends::printPlanJson(os, result, meta);
+    else
+      ir::printSchedule(result, os);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  // The second thread only reads `result` and `meta`, as the checks and
+  // the prediction below do. Declared after them: an early return waits
+  // for it before they go.
+  std::future<double> writer;
+  if (out && out->renamed())
+    writer = std::async(std::launch::async,
+                        [&] { return writeStreamed(out->os()); });
   if (*emit != ir::OutputFormat::NcclGraph) {
     auto start = std::chrono::steady_clock::now();
     llvm::Error err = [&]() -> llvm::Error {
+      if (pendingCheck) {
+        if (llvm::Error err =
+                checkCompiled(topology ? &*topology : nullptr, result.numRanks,
+                              *pendingCheck, result))
+          return err;
+        verified = true;
+      }
+      const backends::PlanCheck check =
+          verified ? backends::PlanCheck::VerifiedByCompile
+                   : backends::PlanCheck::Verify;
       if (*emit == ir::OutputFormat::Plan)
         return backends::checkPlan(result, meta, check);
       if (streamed)
@@ -962,19 +1000,12 @@ llvm::Error runCompile(const CompileOptions &given) {
     }
   }
   if (streamed) {
-    auto start = std::chrono::steady_clock::now();
+    // Printed on the second thread (waited for here), or here.
     ProgressTask writing("write " + opts.output);
-    llvm::Error err =
-        writeOutputStream(opts.output, [&](llvm::raw_ostream &os) {
-          if (*emit == ir::OutputFormat::Plan)
-            backends::printPlanJson(os, result, meta);
-          else
-            ir::printSchedule(result, os);
-        });
-    log.recordTime(
-        "write " + opts.emit,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count());
+    const double seconds =
+        writer.valid() ? writer.get() : writeStreamed(out->os());
+    llvm::Error err = out->commit();
+    log.recordTime("write " + opts.emit, seconds);
     if (err) {
       if (timingsPending)
         log.printTimings(llvm::errs());

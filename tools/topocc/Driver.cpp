@@ -87,23 +87,11 @@ int reportError(llvm::Error err) {
 llvm::Error
 writeOutputStream(llvm::StringRef path,
                   llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  if (path == "-") {
-    write(llvm::outs());
-    llvm::outs().flush();
-    return llvm::Error::success();
-  }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return makeUserError("cannot write '" + path + "': " + ec.message());
-  write(os);
-  os.close();
-  if (os.has_error()) {
-    std::string msg = os.error().message();
-    os.clear_error();
-    return makeUserError("cannot write '" + path + "': " + msg);
-  }
-  return llvm::Error::success();
+  auto out = OutputFile::open(path);
+  if (!out)
+    return out.takeError();
+  write((*out)->os());
+  return (*out)->commit();
 }
 
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef text) {

@@ -11,6 +11,7 @@
 #include "compiler/topology/Topology.h"
 #include "ir/Schedule.h"
 #include "support/ByteSize.h" // sizeText, plainNumber
+#include "support/OutputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"

@@ -211,6 +211,51 @@ TEST(CompileAuto, KeepsTheFastestPrediction) {
             "one");
 }
 
+// deferFinalCheck: auto's exact winner comes back unverified with the
+// request that compiles it (so that checkCompiled can name a stage), the
+// same schedule as a verified auto gives.
+TEST(CompileAuto, LeavesTheWinnersCheckToTheCaller) {
+  topo::Topology t = box4();
+  CompileRequest req;
+  req.collective = ir::Collective::AllReduce;
+  req.algorithm = Algorithm::Auto;
+  req.bytes = 64.0 * 1024 * 1024;
+  PassLogger log;
+  auto checked = compile(t, req, log);
+  ASSERT_TRUE(bool(checked)) << llvm::toString(checked.takeError());
+  EXPECT_TRUE(checked->verified);
+  EXPECT_FALSE(checked->pendingCheck);
+  req.deferFinalCheck = true;
+  auto deferred = compile(t, req, log);
+  ASSERT_TRUE(bool(deferred)) << llvm::toString(deferred.takeError());
+  EXPECT_FALSE(deferred->verified);
+  ASSERT_TRUE(deferred->pendingCheck.has_value());
+  EXPECT_EQ(deferred->pendingCheck->algorithm, deferred->algorithm);
+  EXPECT_TRUE(deferred->pendingCheck->verify);
+  EXPECT_EQ(deferred->chosenFlags, checked->chosenFlags);
+  EXPECT_EQ(backends::planContentHash(deferred->schedule),
+            backends::planContentHash(checked->schedule));
+  EXPECT_FALSE(bool(checkCompiled(&t, t.numRanks(), *deferred->pendingCheck,
+                                  deferred->schedule)));
+  // The pending request compiles the same schedule again.
+  PassLogger quiet;
+  auto again = compile(t, *deferred->pendingCheck, quiet);
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(backends::planContentHash(again->schedule),
+            backends::planContentHash(deferred->schedule));
+
+  // A coded winner (CERAR's, exact or not) is checked inside compile():
+  // its lowering's finish() executes the code of the checked schedule.
+  for (CompileRequest codedReq : {cerarRequest(4, 0), cerarRequest(8, 1e-2)}) {
+    codedReq.deferFinalCheck = true;
+    auto coded = compile(t, codedReq, log);
+    ASSERT_TRUE(bool(coded)) << llvm::toString(coded.takeError());
+    EXPECT_TRUE(coded->coded);
+    EXPECT_TRUE(coded->verified);
+    EXPECT_FALSE(coded->pendingCheck);
+  }
+}
+
 TEST(CompileAuto, ConsidersCerarOnlyWithATolerance) {
   topo::Topology t = box4();
   CompileRequest req;

@@ -269,3 +269,51 @@ TEST(PipelineMutationTest, LoweredAndLegalizedRingsRejectBrokenMutants) {
 }
 
 } // namespace
+
+// deferFinalCheck: compile() returns the same schedule unverified and the
+// request that made it; checkCompiled() is the check compile() would have
+// run, and a schedule broken afterwards is reported as the pipeline's bug.
+TEST(PipelineTest, DeferredFinalCheckIsTheCallers) {
+  CompileRequest req = request(Collective::AllReduce, 2, 2, false);
+  PassLogger log;
+  auto checked = compile(8, req, log);
+  ASSERT_TRUE(bool(checked))
+      << topocc::testing::errorMessage(checked.takeError());
+  EXPECT_TRUE(checked->verified);
+  EXPECT_FALSE(checked->pendingCheck);
+
+  req.deferFinalCheck = true;
+  auto deferred = compile(8, req, log);
+  ASSERT_TRUE(bool(deferred))
+      << topocc::testing::errorMessage(deferred.takeError());
+  EXPECT_FALSE(deferred->verified);
+  ASSERT_TRUE(deferred->pendingCheck.has_value());
+  EXPECT_FALSE(deferred->pendingCheck->deferFinalCheck);
+  EXPECT_TRUE(deferred->pendingCheck->verify);
+  std::string a, b;
+  llvm::raw_string_ostream aos(a), bos(b);
+  printSchedule(checked->schedule, aos);
+  printSchedule(deferred->schedule, bos);
+  EXPECT_EQ(aos.str(), bos.str());
+  EXPECT_FALSE(bool(
+      checkCompiled(nullptr, 8, *deferred->pendingCheck, deferred->schedule)));
+
+  // Broken after the pipeline: the recompile does not reproduce it, so the
+  // first report stands, as compile() would have made it.
+  Schedule broken = deferred->schedule;
+  broken.ranks[0].ops.pop_back();
+  llvm::Error err = checkCompiled(nullptr, 8, *deferred->pendingCheck, broken);
+  ASSERT_TRUE(bool(err));
+  EXPECT_TRUE(err.isA<InternalError>());
+  EXPECT_NE(llvm::toString(std::move(err))
+                .find("the schedule is invalid after pass "
+                      "'legalize-dependencies' (a bug in topocc)"),
+            std::string::npos);
+
+  // With every stage verified nothing is left to the caller.
+  req.verifyEach = true;
+  auto each = compile(8, req, log);
+  ASSERT_TRUE(bool(each)) << topocc::testing::errorMessage(each.takeError());
+  EXPECT_TRUE(each->verified);
+  EXPECT_FALSE(each->pendingCheck);
+}
