@@ -254,6 +254,23 @@ llvm::Expected<CompileResult> compileStages(const topo::Topology *t,
   return c.finish();
 }
 
+/// `err`, the final check's report on what `req` compiled, or the report
+/// of compiling `req` again verified after every stage, which names the
+/// stage that broke the schedule (when that run reproduces the bug).
+llvm::Error locate(const topo::Topology *t, int32_t numRanks,
+                   const CompileRequest &req, llvm::Error err) {
+  CompileRequest each = req;
+  each.verify = true;
+  each.verifyEach = true;
+  each.deferFinalCheck = false;
+  PassLogger quiet;
+  auto located = compileStages(t, numRanks, each, quiet);
+  if (located)
+    return err; // not reproduced: the first report stands
+  llvm::consumeError(std::move(err));
+  return located.takeError();
+}
+
 /// compileStages, verified once at the end (verifying the lowering's
 /// larger, unfused schedule as well took most of a 1024-rank compile).
 /// When that check finds a bug, the request is compiled again verified
@@ -270,14 +287,7 @@ llvm::Expected<CompileResult> compileOn(const topo::Topology *t,
   llvm::Error err = result.takeError();
   if (!err.isA<InternalError>())
     return err;
-  CompileRequest each = req;
-  each.verifyEach = true;
-  PassLogger quiet;
-  auto located = compileStages(t, numRanks, each, quiet);
-  if (located)
-    return err; // not reproduced: the first report stands
-  llvm::consumeError(std::move(err));
-  return located.takeError();
+  return locate(t, numRanks, req, std::move(err));
 }
 
 } // namespace
@@ -288,20 +298,11 @@ llvm::Error checkCompiled(const topo::Topology *t, int32_t numRanks,
   llvm::Error problems = ir::verifySchedule(s);
   if (!problems)
     return problems;
-  // As compileOn: compiled again, verified after every stage, to name the
-  // stage that broke it.
-  llvm::Error err = passBroke(passInfo(PassId::LegalizeDependencies).name,
-                              std::nullopt, s, std::move(problems));
-  CompileRequest each = pending;
-  each.verify = true;
-  each.verifyEach = true;
-  each.deferFinalCheck = false;
-  PassLogger quiet;
-  auto located = compileStages(t, numRanks, each, quiet);
-  if (located)
-    return err; // not reproduced: the first report stands
-  llvm::consumeError(std::move(err));
-  return located.takeError();
+  // As compileOn: the report of the final check, or of the stage that
+  // broke the schedule.
+  return locate(t, numRanks, pending,
+                passBroke(passInfo(PassId::LegalizeDependencies).name,
+                          std::nullopt, s, std::move(problems)));
 }
 
 llvm::Expected<CompileResult>

@@ -44,6 +44,15 @@ CompileRequest cerarRequest(int32_t components, double tolerance) {
   return req;
 }
 
+/// An all-reduce of `bytes` for --algorithm auto.
+CompileRequest autoRequest(double bytes) {
+  CompileRequest req;
+  req.collective = ir::Collective::AllReduce;
+  req.algorithm = Algorithm::Auto;
+  req.bytes = bytes;
+  return req;
+}
+
 bool mentions(const std::vector<std::string> &lines, llvm::StringRef what) {
   for (const std::string &l : lines)
     if (llvm::StringRef(l).contains(what))
@@ -162,10 +171,7 @@ TEST(CompileCerar, Errors) {
 
 TEST(CompileAuto, KeepsTheFastestPrediction) {
   topo::Topology t = box4();
-  CompileRequest req;
-  req.collective = ir::Collective::AllReduce;
-  req.algorithm = Algorithm::Auto;
-  req.bytes = 1024.0 * 1024 * 1024;
+  CompileRequest req = autoRequest(1024.0 * 1024 * 1024);
   PassLogger log;
   auto plan = compile(t, req, log);
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
@@ -216,10 +222,7 @@ TEST(CompileAuto, KeepsTheFastestPrediction) {
 // same schedule as a verified auto gives.
 TEST(CompileAuto, LeavesTheWinnersCheckToTheCaller) {
   topo::Topology t = box4();
-  CompileRequest req;
-  req.collective = ir::Collective::AllReduce;
-  req.algorithm = Algorithm::Auto;
-  req.bytes = 64.0 * 1024 * 1024;
+  CompileRequest req = autoRequest(64.0 * 1024 * 1024);
   PassLogger log;
   auto checked = compile(t, req, log);
   ASSERT_TRUE(bool(checked)) << llvm::toString(checked.takeError());
@@ -258,10 +261,7 @@ TEST(CompileAuto, LeavesTheWinnersCheckToTheCaller) {
 
 TEST(CompileAuto, ConsidersCerarOnlyWithATolerance) {
   topo::Topology t = box4();
-  CompileRequest req;
-  req.collective = ir::Collective::AllReduce;
-  req.algorithm = Algorithm::Auto;
-  req.bytes = 1024.0 * 1024 * 1024;
+  CompileRequest req = autoRequest(1024.0 * 1024 * 1024);
   req.tolerance = 1e-2;
   PassLogger log;
   auto plan = compile(t, req, log);
