@@ -6,8 +6,35 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
+
+#include <csignal>
+#include <iterator>
 
 namespace topocc {
+
+namespace {
+
+/// An interrupted command (Ctrl-C, a kill other than SIGKILL) removes
+/// `temp` on its way out (llvm::sys::RemoveFileOnSignal). Signals the
+/// process ignores stay ignored: LLVM's handler would remove the file and
+/// return to a command that goes on writing it (a script's background job
+/// ignores SIGINT).
+void removeOnSignal(llvm::StringRef temp) {
+  static const int kSignals[] = {SIGHUP, SIGINT, SIGTERM, SIGUSR2};
+  bool ignored[std::size(kSignals)];
+  for (size_t i = 0; i < std::size(kSignals); ++i) {
+    struct sigaction old;
+    ignored[i] =
+        sigaction(kSignals[i], nullptr, &old) == 0 && old.sa_handler == SIG_IGN;
+  }
+  llvm::sys::RemoveFileOnSignal(temp);
+  for (size_t i = 0; i < std::size(kSignals); ++i)
+    if (ignored[i])
+      std::signal(kSignals[i], SIG_IGN);
+}
+
+} // namespace
 
 llvm::Expected<std::unique_ptr<OutputFile>>
 OutputFile::open(llvm::StringRef path) {
@@ -37,6 +64,7 @@ OutputFile::open(llvm::StringRef path) {
     if (ec)
       return cannot(ec);
     out->temp = temp.str().str();
+    removeOnSignal(out->temp);
     out->file =
         std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
   }
@@ -48,9 +76,15 @@ OutputFile::~OutputFile() {
   if (file && !committed) {
     file->close();
     file->clear_error();
-    if (!temp.empty())
-      llvm::sys::fs::remove(temp);
+    drop();
   }
+}
+
+void OutputFile::drop() {
+  if (temp.empty())
+    return;
+  llvm::sys::fs::remove(temp);
+  llvm::sys::DontRemoveFileOnSignal(temp);
 }
 
 llvm::Error OutputFile::commit() {
@@ -63,15 +97,16 @@ llvm::Error OutputFile::commit() {
   if (file->has_error()) {
     std::string msg = file->error().message();
     file->clear_error();
-    if (!temp.empty())
-      llvm::sys::fs::remove(temp);
+    drop();
     return makeUserError("cannot write '" + path + "': " + msg);
   }
-  if (!temp.empty())
-    if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-      llvm::sys::fs::remove(temp);
-      return makeUserError("cannot write '" + path + "': " + ec.message());
-    }
+  if (temp.empty())
+    return llvm::Error::success();
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    drop();
+    return makeUserError("cannot write '" + path + "': " + ec.message());
+  }
+  llvm::sys::DontRemoveFileOnSignal(temp);
   return llvm::Error::success();
 }
 

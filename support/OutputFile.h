@@ -24,8 +24,10 @@ namespace topocc {
 /// An output file written under a temporary name beside `path` and renamed
 /// to `path` by commit(): a reader never sees part of it, and an output
 /// dropped before commit() (an error found while it was written) leaves
-/// nothing behind. "-" (stdout) and existing files other than regular ones
-/// (/dev/null, a pipe) are written in place; renamed() says which.
+/// nothing behind; so does an interrupted command (the temporary is removed
+/// on Ctrl-C and termination signals; only SIGKILL leaves FILE.tmp-XXXXXX).
+/// "-" (stdout) and existing files other than regular ones (/dev/null, a
+/// pipe) are written in place; renamed() says which.
 class OutputFile {
 public:
   /// User error when `path` cannot be written.
@@ -44,6 +46,8 @@ public:
 
 private:
   OutputFile() = default;
+  /// Removes the temporary file (no longer removed on a signal).
+  void drop();
   std::string path, temp;
   std::unique_ptr<llvm::raw_fd_ostream> file; ///< null for stdout
   llvm::raw_ostream *stream = nullptr;

@@ -13,10 +13,15 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -125,4 +130,75 @@ TEST(OutputFileTest, AnUnwritableDirectoryIsAUserError) {
   EXPECT_THAT(llvm::toString(out.takeError()),
               testing::HasSubstr("cannot write '" + path +
                                  "': No such file or directory"));
+}
+
+// A command killed while it writes (SIGTERM; Ctrl-C's SIGINT alike) leaves
+// no temporary behind; a signal the process ignores (SIGINT in a script's
+// background job) changes nothing. Each case runs in a child process.
+TEST(OutputFileTest, SignalsRemoveTheTemporaryUnlessIgnored) {
+  TempDir d;
+  const std::string plan = d.path("plan.json");
+  auto child = [&](bool ignoreInt, int sig) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (ignoreInt)
+        std::signal(SIGINT, SIG_IGN);
+      auto out = OutputFile::open(plan);
+      if (!out)
+        _exit(3);
+      (*out)->os() << "written";
+      (*out)->os().flush();
+      raise(sig);
+      _exit((*out)->commit() ? 4 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+  };
+  int status = child(false, SIGTERM);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_TRUE(d.names().empty());
+  status = child(true, SIGINT);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(contents(plan), "written");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"plan.json"});
+}
+
+/// The file of the death test below, named by the test process's id (the
+/// child that runs the statement is a fresh process it started).
+std::string ignoredSignalPlan(pid_t testProcess) {
+  llvm::SmallString<256> p;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, p);
+  llvm::sys::path::append(p, "topocc-ignored-sigint-" +
+                                 std::to_string(testProcess) + ".json");
+  return p.str().str();
+}
+
+// The first OutputFile of a process installs the handlers that remove its
+// temporary on a signal. A signal the process ignored before (SIGINT in a
+// script's background job) must stay ignored, or the handler would remove
+// the file and return to a command that then cannot rename it. Run in a
+// fresh process ("threadsafe" death tests re-execute the test binary), so
+// that no earlier test has installed the handlers.
+TEST(OutputFileDeathTest, IgnoredSignalsStayIgnored) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string plan = ignoredSignalPlan(getpid());
+  EXPECT_EXIT(
+      {
+        std::signal(SIGINT, SIG_IGN);
+        auto out = OutputFile::open(ignoredSignalPlan(getppid()));
+        if (!out) {
+          llvm::consumeError(out.takeError());
+          std::_Exit(3);
+        }
+        (*out)->os() << "written";
+        raise(SIGINT);
+        llvm::Error err = (*out)->commit();
+        const bool failed = static_cast<bool>(err);
+        llvm::consumeError(std::move(err));
+        std::_Exit(failed ? 4 : 0);
+      },
+      testing::ExitedWithCode(0), "");
+  EXPECT_EQ(contents(plan), "written");
+  llvm::sys::fs::remove(plan);
 }
