@@ -8,6 +8,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Signals.h"
 
+#include <atomic>
 #include <csignal>
 #include <iterator>
 
@@ -34,7 +35,11 @@ void removeOnSignal(llvm::StringRef temp) {
       std::signal(kSignals[i], SIG_IGN);
 }
 
+std::atomic<bool> removeOnSignals{false};
+
 } // namespace
+
+void OutputFile::removeTemporariesOnSignals(bool on) { removeOnSignals = on; }
 
 llvm::Expected<std::unique_ptr<OutputFile>>
 OutputFile::open(llvm::StringRef path) {
@@ -64,7 +69,10 @@ OutputFile::open(llvm::StringRef path) {
     if (ec)
       return cannot(ec);
     out->temp = temp.str().str();
-    removeOnSignal(out->temp);
+    if (removeOnSignals) {
+      removeOnSignal(out->temp);
+      out->onSignal = true;
+    }
     out->file =
         std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
   }
@@ -84,7 +92,8 @@ void OutputFile::drop() {
   if (temp.empty())
     return;
   llvm::sys::fs::remove(temp);
-  llvm::sys::DontRemoveFileOnSignal(temp);
+  if (onSignal)
+    llvm::sys::DontRemoveFileOnSignal(temp);
 }
 
 llvm::Error OutputFile::commit() {
@@ -106,7 +115,8 @@ llvm::Error OutputFile::commit() {
     drop();
     return makeUserError("cannot write '" + path + "': " + ec.message());
   }
-  llvm::sys::DontRemoveFileOnSignal(temp);
+  if (onSignal)
+    llvm::sys::DontRemoveFileOnSignal(temp);
   return llvm::Error::success();
 }
 

@@ -24,14 +24,22 @@ namespace topocc {
 /// An output file written under a temporary name beside `path` and renamed
 /// to `path` by commit(): a reader never sees part of it, and an output
 /// dropped before commit() (an error found while it was written) leaves
-/// nothing behind; so does an interrupted command (the temporary is removed
-/// on Ctrl-C and termination signals; only SIGKILL leaves FILE.tmp-XXXXXX).
-/// "-" (stdout) and existing files other than regular ones (/dev/null, a
-/// pipe) are written in place; renamed() says which.
+/// nothing behind; so does an interrupted program that asked for it
+/// (removeTemporariesOnSignals: the temporary is removed on Ctrl-C and
+/// termination signals; only SIGKILL leaves FILE.tmp-XXXXXX). "-" (stdout)
+/// and existing files other than regular ones (/dev/null, a pipe) are
+/// written in place; renamed() says which.
 class OutputFile {
 public:
   /// User error when `path` cannot be written.
   static llvm::Expected<std::unique_ptr<OutputFile>> open(llvm::StringRef path);
+  /// The program's policy, off by default (tools/topocc/main.cpp turns it
+  /// on): the temporaries of files opened afterwards are removed when a
+  /// termination signal ends the process. It installs signal handlers
+  /// (llvm::sys::RemoveFileOnSignal), which a library inside another
+  /// program (the Python module) must not do; signals the process ignores
+  /// stay ignored.
+  static void removeTemporariesOnSignals(bool on);
   ~OutputFile(); ///< removes the temporary file unless committed
   OutputFile(const OutputFile &) = delete;
   OutputFile &operator=(const OutputFile &) = delete;
@@ -52,6 +60,7 @@ private:
   std::unique_ptr<llvm::raw_fd_ostream> file; ///< null for stdout
   llvm::raw_ostream *stream = nullptr;
   bool committed = false;
+  bool onSignal = false; ///< `temp` is removed on a signal
 };
 
 } // namespace topocc

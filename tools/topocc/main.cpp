@@ -10,6 +10,7 @@
 #include "support/ByteSize.h"
 #include "support/Diagnostics.h"
 #include "support/InputFile.h"
+#include "support/OutputFile.h"
 #include "support/Progress.h"
 
 #include "CLI/CLI.hpp"
@@ -45,6 +46,9 @@ void keepFreedMemory() {
 int main(int argc, char **argv) {
   using namespace topocc::driver;
   keepFreedMemory();
+  // An interrupted topocc leaves no half-written temporary output behind
+  // (support/OutputFile.h); the handlers are this program's policy.
+  topocc::OutputFile::removeTemporariesOnSignals(true);
   CLI::App app{"topocc: topology-aware collective compiler"};
   app.set_version_flag("-V,--version",
                        std::string("topocc ") + TOPOCC_VERSION);

@@ -141,6 +141,7 @@ TEST(OutputFileTest, SignalsRemoveTheTemporaryUnlessIgnored) {
   auto child = [&](bool ignoreInt, int sig) {
     pid_t pid = fork();
     if (pid == 0) {
+      OutputFile::removeTemporariesOnSignals(true);
       if (ignoreInt)
         std::signal(SIGINT, SIG_IGN);
       auto out = OutputFile::open(plan);
@@ -186,6 +187,7 @@ TEST(OutputFileDeathTest, IgnoredSignalsStayIgnored) {
   EXPECT_EXIT(
       {
         std::signal(SIGINT, SIG_IGN);
+        OutputFile::removeTemporariesOnSignals(true);
         auto out = OutputFile::open(ignoredSignalPlan(getppid()));
         if (!out) {
           llvm::consumeError(out.takeError());
