@@ -54,9 +54,13 @@ OutputFile::open(llvm::StringRef path) {
   };
   std::error_code ec;
   llvm::sys::fs::file_status st;
-  const bool inPlace = !llvm::sys::fs::status(path, st) &&
-                       llvm::sys::fs::exists(st) &&
-                       !llvm::sys::fs::is_regular_file(st);
+  // A symbolic link is written through, where it points (a rename would
+  // replace the link).
+  bool isLink = false;
+  const bool inPlace =
+      (!llvm::sys::fs::is_symlink_file(path, isLink) && isLink) ||
+      (!llvm::sys::fs::status(path, st) && llvm::sys::fs::exists(st) &&
+       !llvm::sys::fs::is_regular_file(st));
   if (inPlace) {
     out->file = std::make_unique<llvm::raw_fd_ostream>(path, ec,
                                                        llvm::sys::fs::OF_None);

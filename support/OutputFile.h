@@ -28,7 +28,8 @@ namespace topocc {
 /// (removeTemporariesOnSignals: the temporary is removed on Ctrl-C and
 /// termination signals; only SIGKILL leaves FILE.tmp-XXXXXX). "-" (stdout)
 /// and existing files other than regular ones (/dev/null, a pipe) are
-/// written in place; renamed() says which.
+/// written in place, and so is a symbolic link (its target is written);
+/// renamed() says which.
 class OutputFile {
 public:
   /// User error when `path` cannot be written.

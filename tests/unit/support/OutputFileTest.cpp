@@ -122,6 +122,22 @@ TEST(OutputFileTest, DevicesAreWrittenInPlace) {
   EXPECT_EQ(st.type(), llvm::sys::fs::file_type::character_file);
 }
 
+TEST(OutputFileTest, SymbolicLinksAreWrittenThrough) {
+  TempDir d;
+  const std::string target = d.path("real.json"), link = d.path("link.json");
+  writeFile(target, "old");
+  ASSERT_FALSE(llvm::sys::fs::create_link(target, link));
+  auto out = OutputFile::open(link);
+  ASSERT_TRUE(static_cast<bool>(out));
+  EXPECT_FALSE((*out)->renamed());
+  (*out)->os() << "new";
+  ASSERT_FALSE(static_cast<bool>((*out)->commit()));
+  bool isLink = false;
+  EXPECT_FALSE(llvm::sys::fs::is_symlink_file(link, isLink));
+  EXPECT_TRUE(isLink);
+  EXPECT_EQ(contents(target), "new");
+}
+
 TEST(OutputFileTest, AnUnwritableDirectoryIsAUserError) {
   TempDir d;
   const std::string path = d.path("missing/plan.json");
