@@ -25,6 +25,7 @@
 #include "runtime/Interpreter.h"
 #include "runtime/LocalTransport.h"
 #include "support/ByteSize.h"
+#include "support/OutputFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -225,15 +226,15 @@ struct PyCompiledSizes {
   }
 };
 
+/// Written whole or not at all (support/OutputFile.h; the module installs
+/// no signal handlers in the Python process).
 void writeText(const std::string &path, const std::string &text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    raise("cannot write '" + path + "': " + ec.message());
-  os << text;
-  os.close();
-  if (os.has_error())
-    raise("cannot write '" + path + "': " + os.error().message());
+  auto out = OutputFile::open(path);
+  if (!out)
+    raise(out.takeError());
+  (*out)->os() << text;
+  if (llvm::Error err = (*out)->commit())
+    raise(std::move(err));
 }
 
 runtime::DType dtypeOf(const py::array &a) {

@@ -1,6 +1,7 @@
 //===- support/OutputFile.h - Output files that appear whole ----*- C++ -*-===//
 //
-// Every file the topocc command writes goes through OutputFile: it is
+// Every file the topocc command writes (and topocc.Compiled.write of the
+// Python module) goes through OutputFile: it is
 // written under a temporary name in the directory of its path and renamed
 // to that path only when it is complete and everything it depends on
 // succeeded. A reader never sees part of a plan, and a compile that fails

@@ -78,6 +78,11 @@ def test_written_files_load_back(tmp_path):
     assert all((o == 28).all() and o.dtype == np.float16 for o in outs)
     with pytest.raises(topocc.Error, match="emit must be"):
         c.text("svg")
+    # Written whole under a temporary name and renamed: nothing else stays.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ar.json", "ar.xml"]
+    with pytest.raises(topocc.Error,
+                       match="cannot write '.*missing/ar.xml': No such file"):
+        c.write(str(tmp_path / "missing" / "ar.xml"))
 
 
 def test_cerar_plan_stays_within_its_bound():
