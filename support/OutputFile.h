@@ -1,10 +1,9 @@
 //===- support/OutputFile.h - Output files that appear whole ----*- C++ -*-===//
 //
 // Every file the topocc command writes (and topocc.Compiled.write of the
-// Python module) goes through OutputFile: it is
-// written under a temporary name in the directory of its path and renamed
-// to that path only when it is complete and everything it depends on
-// succeeded. A reader never sees part of a plan, and a compile that fails
+// Python module) goes through OutputFile: it is written under a temporary
+// name in the directory of its path and renamed to that path only when it
+// is complete and everything it depends on succeeded. A reader never sees part of a plan, and a compile that fails
 // while its plan is being written (compile writes on a second thread while
 // the last checks run, docs/CLI.md) leaves the old file, or none, in place.
 //
